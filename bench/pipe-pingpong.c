@@ -1,0 +1,717 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pipe-pingpong - the cost of a blocking wakeup round trip, fibers against
+ * kernel threads, in the spirit of `perf bench sched pipe`.
+ *
+ * Each pair has a "ping" and a "pong" side joined by two pipes.  Ping writes
+ * a token (a 4-byte unsigned int) into the first pipe and blocks reading the
+ * second; pong reads the token, checks that it is the one it expects, and
+ * writes it back plus one.  One such exchange is a round trip: two writes,
+ * two reads, two blocking waits and two wakeups.  In fiber mode the sides are
+ * fibers and the pipes are fiber_pipe objects; in threads mode they are
+ * pthreads blocking on OS pipes.
+ *
+ * Every ping side first does a warm-up of 1% of its round trips, then waits
+ * at a start gate (a barrier among the ping sides) so that no pair is timed
+ * while others are still being created.  Each ping side reads the monotonic
+ * clock after the gate and again after its last round trip; the elapsed time
+ * of the run is the latest end minus the earliest start.  Pairs run at the
+ * same time, so
+ *
+ *	ns_per_roundtrip   = elapsed_ns / loops
+ *	roundtrips_per_sec = pairs * loops / elapsed_s
+ *
+ * With one pair they are each other's inverse.  At the end ping closes its
+ * write end; pong sees end of file and reports how many tokens it echoed,
+ * which must be the warm-up plus the measured loops.
+ *
+ * Placement: "same" puts both sides of pair i on worker i % N, "split" puts
+ * ping on worker i % N and pong on worker (i + 1) % N.  The threads baseline
+ * pins its threads the same way onto the first N CPUs the process may use,
+ * so each row compares like with like.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* CPU_SET, pthread_attr_setaffinity_np */
+#endif
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fiber.h"
+#include "bench.h"
+
+#define PROG "pipe-pingpong"
+#define LOOPS_DEFAULT 1000000UL
+/* A kernel round trip costs ~6-100 us here: cap the baseline's default. */
+#define THREAD_LOOPS_CAP 50000UL
+#define PIPE_CAPACITY 4096
+#define PAIRS_MAX 100000UL
+#define WORKERS_MAX 4096UL
+#define LOOPS_MAX 1000000000000UL
+/* Returned by the receive functions at end of file (not an errno). */
+#define END_OF_STREAM (-1)
+
+enum placement { PLACE_AUTO, PLACE_SAME, PLACE_SPLIT };
+enum dir { TO_PONG, TO_PING, NR_DIRS };
+
+struct options {
+	unsigned long pairs;
+	unsigned long loops;
+	unsigned long thread_loops; /* 0: min(loops, THREAD_LOOPS_CAP) */
+	unsigned int workers;
+	enum placement placement;
+	bool fibers;
+	bool threads;
+	bool json;
+	const char *features;
+};
+
+struct pair;
+
+/* How the two sides of a pair talk: fiber pipes or OS pipes. */
+struct transport {
+	const char *mode;
+	int (*send)(struct pair *p, enum dir d, uint32_t token);
+	/* 0, END_OF_STREAM or an errno value. */
+	int (*recv)(struct pair *p, enum dir d, uint32_t *token);
+	void (*close_send)(struct pair *p, enum dir d);
+	void (*gate)(void);
+};
+
+/*
+ * One pair.  The ping side writes start_ns, end_ns and ping_err, the pong
+ * side writes echoed and pong_err; main reads them after joining both.
+ */
+struct pair {
+	const struct transport *tp;
+	fiber_pipe_t *pipe[NR_DIRS];
+	int fd[NR_DIRS][2]; /* [dir][0] read end, [dir][1] write end */
+	unsigned long warmup;
+	unsigned long loops;
+	uint64_t start_ns;
+	uint64_t end_ns;
+	unsigned long echoed;
+	int ping_err;
+	int pong_err;
+};
+
+struct result {
+	const char *mode;
+	unsigned long loops;
+	uint64_t elapsed_ns;
+};
+
+const char bench_name[] = PROG;
+
+static fiber_barrier_t fiber_gate;
+static pthread_barrier_t thread_gate;
+
+/* Fiber transport. */
+
+static int fiber_send(struct pair *p, enum dir d, uint32_t token)
+{
+	size_t done = 0;
+	int err;
+
+	err = fiber_pipe_write(p->pipe[d], &token, sizeof(token), &done);
+	if (!err && done != sizeof(token))
+		err = EIO;
+	return err;
+}
+
+static int fiber_recv(struct pair *p, enum dir d, uint32_t *token)
+{
+	unsigned char *buf = (unsigned char *)token;
+	size_t got = 0, done;
+	int err;
+
+	while (got < sizeof(*token)) {
+		done = 0;
+		err = fiber_pipe_read(p->pipe[d], buf + got,
+				      sizeof(*token) - got, &done);
+		if (err)
+			return err;
+		if (!done)
+			return got ? EPROTO : END_OF_STREAM;
+		got += done;
+	}
+	return 0;
+}
+
+static void fiber_close_send(struct pair *p, enum dir d)
+{
+	fiber_pipe_close_write(p->pipe[d]);
+}
+
+static void fiber_wait_gate(void)
+{
+	fiber_barrier_wait(&fiber_gate);
+}
+
+static const struct transport fiber_transport = {
+	.mode = "fiber",
+	.send = fiber_send,
+	.recv = fiber_recv,
+	.close_send = fiber_close_send,
+	.gate = fiber_wait_gate,
+};
+
+/* Thread transport: blocking read(2) and write(2) on OS pipes. */
+
+static int os_send(struct pair *p, enum dir d, uint32_t token)
+{
+	ssize_t n;
+
+	do
+		n = write(p->fd[d][1], &token, sizeof(token));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno;
+	return n == sizeof(token) ? 0 : EIO;
+}
+
+static int os_recv(struct pair *p, enum dir d, uint32_t *token)
+{
+	unsigned char *buf = (unsigned char *)token;
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < sizeof(*token)) {
+		n = read(p->fd[d][0], buf + got, sizeof(*token) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno;
+		if (!n)
+			return got ? EPROTO : END_OF_STREAM;
+		got += n;
+	}
+	return 0;
+}
+
+static void os_close_send(struct pair *p, enum dir d)
+{
+	close(p->fd[d][1]);
+	p->fd[d][1] = -1;
+}
+
+static void os_wait_gate(void)
+{
+	pthread_barrier_wait(&thread_gate);
+}
+
+static const struct transport thread_transport = {
+	.mode = "threads",
+	.send = os_send,
+	.recv = os_recv,
+	.close_send = os_close_send,
+	.gate = os_wait_gate,
+};
+
+/* The two sides, common to both transports. */
+
+/* One round trip: send @token, expect @token + 1 back.  0 or an error. */
+static int bounce(struct pair *p, uint32_t token)
+{
+	uint32_t reply;
+	int err;
+
+	err = p->tp->send(p, TO_PONG, token);
+	if (err)
+		return err;
+	err = p->tp->recv(p, TO_PING, &reply);
+	if (err == END_OF_STREAM)
+		return EPIPE;
+	if (!err && reply != token + 1)
+		err = EPROTO;
+	return err;
+}
+
+static void *ping_side(void *arg)
+{
+	struct pair *p = arg;
+	uint32_t token = 0;
+	unsigned long i;
+	int err = 0;
+
+	for (i = 0; i < p->warmup && !err; i++)
+		err = bounce(p, token++);
+	/* Pass the gate even after an error: the others wait for us. */
+	p->tp->gate();
+	p->start_ns = bench_now_ns();
+	for (i = 0; i < p->loops && !err; i++)
+		err = bounce(p, token++);
+	p->end_ns = bench_now_ns();
+	p->ping_err = err;
+	/* Pong sees end of file and stops, also after an error. */
+	p->tp->close_send(p, TO_PONG);
+	return NULL;
+}
+
+static void *pong_side(void *arg)
+{
+	struct pair *p = arg;
+	uint32_t token;
+	int err;
+
+	for (;;) {
+		err = p->tp->recv(p, TO_PONG, &token);
+		if (err == END_OF_STREAM) {
+			err = 0;
+			break;
+		}
+		if (!err && token != (uint32_t)p->echoed)
+			err = EPROTO;
+		if (!err)
+			err = p->tp->send(p, TO_PING, token + 1);
+		if (err)
+			break;
+		p->echoed++;
+	}
+	p->pong_err = err;
+	/* On an error this wakes ping, which then gets end of file. */
+	p->tp->close_send(p, TO_PING);
+	return NULL;
+}
+
+/* Placement of the two sides of pair @i: worker ids in 0..workers-1. */
+static unsigned int ping_worker(const struct options *o, unsigned long i)
+{
+	return i % o->workers;
+}
+
+static unsigned int pong_worker(const struct options *o, unsigned long i)
+{
+	unsigned long shift = o->placement == PLACE_SPLIT ? 1 : 0;
+
+	return (i + shift) % o->workers;
+}
+
+static struct pair *pairs_alloc(const struct options *o,
+				const struct transport *tp, unsigned long loops)
+{
+	struct pair *pairs;
+	unsigned long i;
+
+	pairs = calloc(o->pairs, sizeof(*pairs));
+	if (!pairs)
+		bench_die("out of memory for %lu pairs", o->pairs);
+	for (i = 0; i < o->pairs; i++) {
+		pairs[i].tp = tp;
+		pairs[i].loops = loops;
+		pairs[i].warmup = loops / 100 ? loops / 100 : 1;
+	}
+	return pairs;
+}
+
+/*
+ * Check every pair and return the elapsed time of the run: the latest end
+ * minus the earliest start.
+ */
+static uint64_t pairs_check(const struct pair *pairs, unsigned long nr,
+			    const char *mode)
+{
+	uint64_t start = UINT64_MAX, end = 0;
+	const struct pair *p;
+	unsigned long i;
+
+	for (i = 0; i < nr; i++) {
+		p = &pairs[i];
+		if (p->ping_err > 0)
+			bench_die("%s pair %lu: ping side: %s", mode, i,
+				  strerror(p->ping_err));
+		if (p->pong_err > 0)
+			bench_die("%s pair %lu: pong side: %s", mode, i,
+				  strerror(p->pong_err));
+		if (p->echoed != p->warmup + p->loops)
+			bench_die("%s pair %lu: pong echoed %lu, expected %lu",
+				  mode, i, p->echoed, p->warmup + p->loops);
+		start = p->start_ns < start ? p->start_ns : start;
+		end = p->end_ns > end ? p->end_ns : end;
+	}
+	return end - start;
+}
+
+/* Fiber mode. */
+
+static fiber_t fiber_start(unsigned int worker, void *(*fn)(void *), void *arg)
+{
+	fiber_attr_t attr;
+	cpu_set_t set;
+	fiber_t f;
+	int err;
+
+	CPU_ZERO(&set);
+	CPU_SET(worker, &set);
+	fiber_attr_init(&attr);
+	fiber_attr_setaffinity(&attr, sizeof(set), &set);
+	err = fiber_create(&f, &attr, fn, arg);
+	fiber_attr_destroy(&attr);
+	if (err)
+		bench_die("fiber_create on worker %u: %s", worker,
+			  strerror(err));
+	return f;
+}
+
+static void fiber_join_all(fiber_t *f, unsigned long nr)
+{
+	unsigned long i;
+	int err;
+
+	for (i = 0; i < nr; i++) {
+		err = fiber_join(f[i], NULL);
+		if (err)
+			bench_die("fiber_join: %s", strerror(err));
+	}
+}
+
+static void run_fibers(const struct options *o, struct result *r)
+{
+	struct pair *pairs = pairs_alloc(o, &fiber_transport, o->loops);
+	fiber_t *f = calloc(2 * o->pairs, sizeof(*f));
+	unsigned long i;
+	int d, err;
+
+	if (!f)
+		bench_die("out of memory for %lu fibers", 2 * o->pairs);
+	fiber_barrier_init(&fiber_gate, o->pairs);
+	for (i = 0; i < o->pairs; i++) {
+		for (d = 0; d < NR_DIRS; d++) {
+			err = fiber_pipe_create(&pairs[i].pipe[d],
+						PIPE_CAPACITY);
+			if (err)
+				bench_die("fiber_pipe_create: %s",
+					  strerror(err));
+		}
+	}
+	/* Every pong first, so that the last ping through the gate is also
+	 * the last fiber created. */
+	for (i = 0; i < o->pairs; i++)
+		f[o->pairs + i] =
+			fiber_start(pong_worker(o, i), pong_side, &pairs[i]);
+	for (i = 0; i < o->pairs; i++)
+		f[i] = fiber_start(ping_worker(o, i), ping_side, &pairs[i]);
+	fiber_join_all(f, 2 * o->pairs);
+
+	r->mode = "fiber";
+	r->loops = o->loops;
+	r->elapsed_ns = pairs_check(pairs, o->pairs, "fiber");
+	for (i = 0; i < o->pairs; i++)
+		for (d = 0; d < NR_DIRS; d++)
+			fiber_pipe_destroy(pairs[i].pipe[d]);
+	fiber_barrier_destroy(&fiber_gate);
+	free(f);
+	free(pairs);
+}
+
+/* Threads mode. */
+
+/* The CPU standing for worker @w: the w-th CPU the process may use. */
+static int worker_cpu(unsigned int w)
+{
+	cpu_set_t allowed;
+	int cpu, nth = 0, nr;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		bench_die("sched_getaffinity: %s", strerror(errno));
+	nr = CPU_COUNT(&allowed);
+	w %= nr;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (CPU_ISSET(cpu, &allowed) && nth++ == (int)w)
+			return cpu;
+	}
+	return 0;
+}
+
+static pthread_t thread_start(unsigned int worker, void *(*fn)(void *),
+			      void *arg)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	cpu_set_t set;
+	int err;
+
+	CPU_ZERO(&set);
+	CPU_SET(worker_cpu(worker), &set);
+	pthread_attr_init(&attr);
+	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	err = pthread_create(&t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	if (err)
+		bench_die("pthread_create: %s", strerror(err));
+	return t;
+}
+
+static unsigned long thread_loops(const struct options *o)
+{
+	if (o->thread_loops)
+		return o->thread_loops;
+	return o->loops < THREAD_LOOPS_CAP ? o->loops : THREAD_LOOPS_CAP;
+}
+
+static void run_threads(const struct options *o, struct result *r)
+{
+	unsigned long i, loops = thread_loops(o);
+	struct pair *pairs = pairs_alloc(o, &thread_transport, loops);
+	pthread_t *t = calloc(2 * o->pairs, sizeof(*t));
+	int d;
+
+	if (!t)
+		bench_die("out of memory for %lu threads", 2 * o->pairs);
+	pthread_barrier_init(&thread_gate, NULL, o->pairs);
+	for (i = 0; i < o->pairs; i++) {
+		for (d = 0; d < NR_DIRS; d++) {
+			if (pipe(pairs[i].fd[d]))
+				bench_die("pipe: %s", strerror(errno));
+		}
+	}
+	for (i = 0; i < o->pairs; i++)
+		t[o->pairs + i] =
+			thread_start(pong_worker(o, i), pong_side, &pairs[i]);
+	for (i = 0; i < o->pairs; i++)
+		t[i] = thread_start(ping_worker(o, i), ping_side, &pairs[i]);
+	for (i = 0; i < 2 * o->pairs; i++)
+		pthread_join(t[i], NULL);
+
+	r->mode = "threads";
+	r->loops = loops;
+	r->elapsed_ns = pairs_check(pairs, o->pairs, "threads");
+	for (i = 0; i < o->pairs; i++)
+		for (d = 0; d < NR_DIRS; d++)
+			close(pairs[i].fd[d][0]);
+	pthread_barrier_destroy(&thread_gate);
+	free(t);
+	free(pairs);
+}
+
+/* Output. */
+
+static double ns_per_roundtrip(const struct result *r)
+{
+	return (double)r->elapsed_ns / r->loops;
+}
+
+static double roundtrips_per_sec(const struct options *o,
+				 const struct result *r)
+{
+	return (double)o->pairs * r->loops * 1e9 / r->elapsed_ns;
+}
+
+static const char *placement_name(const struct options *o)
+{
+	return o->placement == PLACE_SPLIT ? "split" : "same";
+}
+
+static void print_json(const struct options *o, const struct result *r,
+		       const char *features)
+{
+	printf("{\"bench\":\"pipe-pingpong\",\"mode\":\"%s\",\"workers\":%u,"
+	       "\"pairs\":%lu,\"loops\":%lu,\"ns_per_roundtrip\":%.1f,"
+	       "\"roundtrips_per_sec\":%.0f,\"features\":\"",
+	       r->mode, o->workers, o->pairs, r->loops, ns_per_roundtrip(r),
+	       roundtrips_per_sec(o, r));
+	bench_json_string(features);
+	printf("\"}\n");
+}
+
+static void print_table(const struct options *o, const struct result *res,
+			int nr, const char *features)
+{
+	bool capped = false;
+	int i;
+
+	printf("pipe-pingpong: 4-byte token, placement %s, features: %s\n",
+	       placement_name(o), features);
+	printf("%-8s %7s %6s %10s %14s %14s\n", "mode", "workers", "pairs",
+	       "loops", "ns/roundtrip", "roundtrips/s");
+	for (i = 0; i < nr; i++) {
+		bool mark = !strcmp(res[i].mode, "threads") &&
+			    !o->thread_loops && res[i].loops < o->loops;
+
+		capped |= mark;
+		printf("%-8s %7u %6lu %10lu%c %13.1f %14.0f\n", res[i].mode,
+		       o->workers, o->pairs, res[i].loops, mark ? '*' : ' ',
+		       ns_per_roundtrip(&res[i]),
+		       roundtrips_per_sec(o, &res[i]));
+	}
+	if (capped)
+		printf("* threads run min(--loops, %lu) round trips by default "
+		       "(a kernel round trip costs ~6-100 us); "
+		       "see --thread-loops\n",
+		       THREAD_LOOPS_CAP);
+	if (nr == 2)
+		printf("ratio threads/fiber: %.2f\n",
+		       ns_per_roundtrip(&res[1]) / ns_per_roundtrip(&res[0]));
+}
+
+/* Command line. */
+
+static const char usage_text[] =
+	"Usage: " PROG " [OPTION]...\n"
+	"Pairs of fibers bounce a 4-byte token through two pipes; the same\n"
+	"is measured with two kernel threads per pair over OS pipes.\n"
+	"\n"
+	"  --pairs P        pairs bouncing at the same time (default 1)\n"
+	"  --loops L        round trips per pair (default 1000000)\n"
+	"  --thread-loops T round trips per pair of the threads baseline\n"
+	"                   (default min(L, 50000): a kernel round trip\n"
+	"                   costs ~6-100 us)\n"
+	"  --workers N      fiber workers; threads are pinned the same way\n"
+	"                   onto the first N CPUs the process may use\n"
+	"                   (default 1: the headline is the same-worker one)\n"
+	"  --placement same|split\n"
+	"                   same: both sides of pair i on worker i % N;\n"
+	"                   split: ping on i % N, pong on (i + 1) % N\n"
+	"                   (default same with 1 worker, else split)\n"
+	"  --fibers         run the fiber mode only\n"
+	"  --threads        run the threads baseline only\n"
+	"  --features STR   fiber_sched_features_set(STR) after fiber_init\n"
+	"  --json           one JSON object per mode, one per line\n"
+	"  --help           this text\n"
+	"\n"
+	"Each pair warms up with 1% of its round trips, then all start\n"
+	"together; elapsed = last pair's end - first pair's start, and\n"
+	"  ns_per_roundtrip   = elapsed_ns / loops\n"
+	"  roundtrips_per_sec = pairs * loops / elapsed_s\n"
+	"Without --fibers or --threads both run, and a last line gives the\n"
+	"ratio of their ns_per_roundtrip (threads / fiber).\n";
+
+enum {
+	OPT_PAIRS = 256,
+	OPT_LOOPS,
+	OPT_THREAD_LOOPS,
+	OPT_WORKERS,
+	OPT_PLACEMENT,
+	OPT_FIBERS,
+	OPT_THREADS,
+	OPT_FEATURES,
+	OPT_JSON,
+	OPT_HELP,
+};
+
+static const struct option long_opts[] = {
+	{ "pairs", required_argument, NULL, OPT_PAIRS },
+	{ "loops", required_argument, NULL, OPT_LOOPS },
+	{ "thread-loops", required_argument, NULL, OPT_THREAD_LOOPS },
+	{ "workers", required_argument, NULL, OPT_WORKERS },
+	{ "placement", required_argument, NULL, OPT_PLACEMENT },
+	{ "fibers", no_argument, NULL, OPT_FIBERS },
+	{ "threads", no_argument, NULL, OPT_THREADS },
+	{ "features", required_argument, NULL, OPT_FEATURES },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void parse_one(struct options *o, int c, const char *arg)
+{
+	switch (c) {
+	case OPT_PAIRS:
+		o->pairs = bench_parse_count("--pairs", arg, PAIRS_MAX);
+		break;
+	case OPT_LOOPS:
+		o->loops = bench_parse_count("--loops", arg, LOOPS_MAX);
+		break;
+	case OPT_THREAD_LOOPS:
+		o->thread_loops =
+			bench_parse_count("--thread-loops", arg, LOOPS_MAX);
+		break;
+	case OPT_WORKERS:
+		o->workers = bench_parse_count("--workers", arg, WORKERS_MAX);
+		break;
+	case OPT_PLACEMENT:
+		if (!strcmp(arg, "same"))
+			o->placement = PLACE_SAME;
+		else if (!strcmp(arg, "split"))
+			o->placement = PLACE_SPLIT;
+		else
+			bench_bad_arg("--placement", arg, "'same' or 'split'");
+		break;
+	case OPT_FIBERS:
+		o->fibers = true;
+		break;
+	case OPT_THREADS:
+		o->threads = true;
+		break;
+	case OPT_FEATURES:
+		o->features = arg;
+		break;
+	case OPT_JSON:
+		o->json = true;
+		break;
+	}
+}
+
+static void parse_args(int argc, char **argv, struct options *o)
+{
+	int c;
+
+	*o = (struct options){ .pairs = 1,
+			       .loops = LOOPS_DEFAULT,
+			       .workers = 1 };
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", long_opts, NULL)) != -1) {
+		if (c == OPT_HELP) {
+			fputs(usage_text, stdout);
+			exit(0);
+		}
+		if (c == ':' || c == '?') {
+			fprintf(stderr,
+				PROG ": %s '%s'\nTry '" PROG " --help'.\n",
+				c == ':' ? "missing value for"
+					 : "unknown option",
+				argv[optind - 1]);
+			exit(2);
+		}
+		parse_one(o, c, optarg);
+	}
+	if (optind < argc) {
+		fprintf(stderr, PROG ": unexpected argument '%s'\n",
+			argv[optind]);
+		exit(2);
+	}
+	if (!o->fibers && !o->threads)
+		o->fibers = o->threads = true;
+	if (o->placement == PLACE_AUTO)
+		o->placement = o->workers > 1 ? PLACE_SPLIT : PLACE_SAME;
+	if (o->placement == PLACE_SPLIT && o->workers < 2)
+		bench_bad_arg("--placement", "split",
+			      "'same' with --workers 1");
+}
+
+int main(int argc, char **argv)
+{
+	struct result res[2];
+	struct options o;
+	char *features;
+	int i, nr = 0, err;
+
+	parse_args(argc, argv, &o);
+	features = bench_start_runtime(o.workers, o.features);
+	if (o.fibers)
+		run_fibers(&o, &res[nr++]);
+	/* Stop the workers first: they must not share the CPUs with the
+	 * baseline. */
+	err = fiber_shutdown();
+	if (err)
+		bench_die("fiber_shutdown: %s", strerror(err));
+	if (o.threads)
+		run_threads(&o, &res[nr++]);
+
+	if (o.json) {
+		for (i = 0; i < nr; i++)
+			print_json(&o, &res[i], features);
+	} else {
+		print_table(&o, res, nr, features);
+	}
+	free(features);
+	return 0;
+}

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fiber.h - the public interface of libfiber.
+ *
+ * libfiber runs many fibers (user-level threads with their own stacks) on a
+ * few workers (kernel threads, one per hardware thread, pinned).  Calls follow
+ * the pthreads conventions: they return 0 or a positive errno constant and
+ * never set errno; results go through out-parameters, which are left untouched
+ * on error.  Every call that may block parks the calling fiber, never its
+ * worker; called from a thread that is not a worker (main, a pthread), the same
+ * calls block that thread.
+ *
+ * This is the only public header.  Everything not declared here is private.
+ */
+#ifndef FIBER_H
+#define FIBER_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define FIBER_API __attribute__((visibility("default")))
+#else
+#define FIBER_API
+#endif
+
+#define FIBER_VERSION_MAJOR 0
+#define FIBER_VERSION_MINOR 1
+#define FIBER_VERSION_PATCH 0
+
+/* Opaque handles. */
+typedef struct fb_fiber *fiber_t;
+typedef struct fb_chan fiber_chan_t;
+typedef struct fb_pipe fiber_pipe_t;
+
+/*
+ * Runtime configuration.  Every field left at 0 (or NULL) means "take the
+ * environment variable, else the default"; see README.md for the table of
+ * LIBFIBER_* variables.  A value set here overrides the environment.
+ */
+struct fiber_config {
+	unsigned int workers;	   /* LIBFIBER_WORKERS */
+	const char *topology;	   /* LIBFIBER_TOPOLOGY: synthetic string or XML path */
+	int bind;		   /* LIBFIBER_BIND: 1 pin, 0 do not, -1 (or 0 field
+				      left unset with bind_set = 0) environment */
+	int bind_set;		   /* non-zero: @bind is meaningful */
+	size_t stack_size;	   /* LIBFIBER_STACK_SIZE, bytes */
+	const char *sched_features; /* LIBFIBER_SCHED_FEATURES syntax */
+	long idle_poll_us;	   /* LIBFIBER_IDLE_POLL_US; -1 = environment */
+	int idle_poll_set;	   /* non-zero: @idle_poll_us is meaningful */
+	const char *stats;	   /* LIBFIBER_STATS: "0", "1", "json" */
+	unsigned int reserved[8];
+};
+
+/*
+ * fiber_init - start the runtime.  Optional: the first call that needs the
+ * runtime starts it with the environment's configuration.
+ * Return: 0; EINVAL for a bad configuration (a message naming the variable,
+ * the value and what is accepted goes to stderr and nothing starts); EBUSY if
+ * the runtime is already running; ENOMEM/EAGAIN when memory or threads are
+ * short.
+ */
+FIBER_API int fiber_init(const struct fiber_config *config);
+
+/*
+ * fiber_shutdown - stop every worker and free the runtime.  Waits for the
+ * fibers still runnable to finish.  Must be called from a thread that is not a
+ * worker.  Return: 0; EPERM from a fiber; ESRCH if the runtime is not running.
+ */
+FIBER_API int fiber_shutdown(void);
+
+/* Attributes, in the pthread_attr_t style.  Zero-initialised is not valid:
+ * call fiber_attr_init(). */
+typedef struct fiber_attr {
+	size_t stack_size;
+	char name[32];
+	int detached;
+	int has_affinity;
+	cpu_set_t affinity; /* over worker ids */
+} fiber_attr_t;
+
+/* Return: 0; EINVAL for a NULL argument. */
+FIBER_API int fiber_attr_init(fiber_attr_t *attr);
+FIBER_API int fiber_attr_destroy(fiber_attr_t *attr);
+/* Return: 0; EINVAL below FIBER_STACK_MIN or above 1 GiB. */
+FIBER_API int fiber_attr_setstacksize(fiber_attr_t *attr, size_t size);
+FIBER_API int fiber_attr_getstacksize(const fiber_attr_t *attr, size_t *size);
+/* Return: 0; EINVAL for NULL; the name is truncated to 31 bytes. */
+FIBER_API int fiber_attr_setname(fiber_attr_t *attr, const char *name);
+/* Return: 0; EINVAL for a state other than FIBER_CREATE_JOINABLE/DETACHED. */
+FIBER_API int fiber_attr_setdetachstate(fiber_attr_t *attr, int state);
+/* Worker ids; fiber_create fails with EINVAL if no allowed worker exists. */
+FIBER_API int fiber_attr_setaffinity(fiber_attr_t *attr, size_t setsize,
+				     const cpu_set_t *set);
+
+#define FIBER_CREATE_JOINABLE 0
+#define FIBER_CREATE_DETACHED 1
+#define FIBER_STACK_MIN (16 * 1024)
+
+/*
+ * fiber_create - start a fiber running @fn(@arg).  @attr may be NULL.
+ * Context: any thread.
+ * Return: 0; EINVAL for a NULL fn/out pointer or bad attributes; EAGAIN or
+ * ENOMEM when memory is short (nothing is leaked).
+ */
+FIBER_API int fiber_create(fiber_t *fiber, const fiber_attr_t *attr,
+			   void *(*fn)(void *), void *arg);
+/*
+ * fiber_join - wait for @fiber to finish and collect its return value.
+ * Return: 0; EINVAL if it is detached or already being joined; EDEADLK when
+ * joining yourself; ESRCH for NULL.
+ */
+FIBER_API int fiber_join(fiber_t fiber, void **retval);
+/* Return: 0; EINVAL if already detached or joined; ESRCH for NULL. */
+FIBER_API int fiber_detach(fiber_t fiber);
+/* Give the worker to other runnable fibers.  Return: 0; EPERM outside a fiber. */
+FIBER_API int fiber_yield(void);
+/* The calling fiber, or NULL outside fibers. */
+FIBER_API fiber_t fiber_self(void);
+/* End the calling fiber with @retval.  Outside a fiber it does nothing and
+ * returns; inside it does not return. */
+FIBER_API void fiber_exit(void *retval);
+/* The id of the worker running the caller, like sched_getcpu(); -1 outside. */
+FIBER_API int fiber_current_worker(void);
+/* Number of workers of the running runtime, 0 if it is not running. */
+FIBER_API int fiber_nr_workers(void);
+/* A fiber's id (stable, unique in the process) and name. */
+FIBER_API uint64_t fiber_id(fiber_t fiber);
+FIBER_API const char *fiber_name(fiber_t fiber);
+/* Change the calling fiber's affinity; it migrates at once if needed.
+ * Return: 0; EINVAL for an empty set or no worker in it; EPERM outside a fiber. */
+FIBER_API int fiber_setaffinity(size_t setsize, const cpu_set_t *set);
+
+/* Fiber-local storage, like pthread keys.  Return: 0; EAGAIN when all
+ * FIBER_KEYS_MAX keys are taken; EINVAL for a bad key. */
+typedef unsigned int fiber_key_t;
+#define FIBER_KEYS_MAX 64
+FIBER_API int fiber_key_create(fiber_key_t *key, void (*destructor)(void *));
+FIBER_API int fiber_key_delete(fiber_key_t key);
+FIBER_API void *fiber_getspecific(fiber_key_t key);
+/* Return: 0; EINVAL for a bad key; EPERM outside a fiber. */
+FIBER_API int fiber_setspecific(fiber_key_t key, const void *value);
+
+/*
+ * Scheduler features (LIBFIBER_SCHED_FEATURES syntax: names separated by
+ * spaces or commas, NAME turns on, NO_NAME turns off).
+ * fiber_sched_features_set - Return: 0; EINVAL naming an unknown feature (the
+ * mask is unchanged).
+ * fiber_sched_feature_get - 1 on, 0 off, -1 unknown name.
+ * fiber_sched_features_string - writes "NAME NO_NAME ..." into @buf; returns
+ * the length it needed (snprintf semantics).
+ */
+FIBER_API int fiber_sched_features_set(const char *spec);
+FIBER_API int fiber_sched_feature_get(const char *name);
+FIBER_API int fiber_sched_features_string(char *buf, size_t len);
+
+/*
+ * Statistics.  fiber_stats_print writes the LIBFIBER_STATS table (json != 0:
+ * one JSON object) to @fd.  fiber_stats_counter returns the runtime-wide sum
+ * of one counter by its documented name, or -1 for an unknown name.
+ */
+FIBER_API int fiber_stats_print(int fd, int json);
+FIBER_API long long fiber_stats_counter(const char *name);
+FIBER_API void fiber_stats_reset(void);
+
+/*
+ * Synchronisation objects.  All-zero memory (the _INITIALIZER macros) is an
+ * unlocked, empty object; the _init functions exist for symmetry with pthreads
+ * and cannot fail.  Destroying an object something waits on gives EBUSY.
+ */
+typedef struct fiber_mutex {
+	uint64_t opaque[4];
+} fiber_mutex_t;
+typedef struct fiber_cond {
+	uint64_t opaque[4];
+} fiber_cond_t;
+typedef struct fiber_sem {
+	uint64_t opaque[4];
+} fiber_sem_t;
+typedef struct fiber_rwlock {
+	uint64_t opaque[6];
+} fiber_rwlock_t;
+typedef struct fiber_barrier {
+	uint64_t opaque[6];
+} fiber_barrier_t;
+typedef struct fiber_once {
+	uint64_t opaque[4];
+} fiber_once_t;
+
+#define FIBER_MUTEX_INITIALIZER                                                \
+	{                                                                      \
+		{ 0 }                                                          \
+	}
+#define FIBER_COND_INITIALIZER FIBER_MUTEX_INITIALIZER
+#define FIBER_RWLOCK_INITIALIZER                                               \
+	{                                                                      \
+		{ 0 }                                                          \
+	}
+#define FIBER_ONCE_INITIALIZER FIBER_MUTEX_INITIALIZER
+
+FIBER_API int fiber_mutex_init(fiber_mutex_t *m);
+FIBER_API int fiber_mutex_destroy(fiber_mutex_t *m);
+FIBER_API int fiber_mutex_lock(fiber_mutex_t *m);
+/* Return: 0; EBUSY if held. */
+FIBER_API int fiber_mutex_trylock(fiber_mutex_t *m);
+/* Return: 0; EPERM if the caller does not hold it. */
+FIBER_API int fiber_mutex_unlock(fiber_mutex_t *m);
+
+FIBER_API int fiber_cond_init(fiber_cond_t *c);
+FIBER_API int fiber_cond_destroy(fiber_cond_t *c);
+FIBER_API int fiber_cond_wait(fiber_cond_t *c, fiber_mutex_t *m);
+FIBER_API int fiber_cond_signal(fiber_cond_t *c);
+FIBER_API int fiber_cond_broadcast(fiber_cond_t *c);
+
+/* Return: 0; EINVAL if @value exceeds FIBER_SEM_VALUE_MAX. */
+#define FIBER_SEM_VALUE_MAX 0x7fffffff
+FIBER_API int fiber_sem_init(fiber_sem_t *s, unsigned int value);
+FIBER_API int fiber_sem_destroy(fiber_sem_t *s);
+FIBER_API int fiber_sem_wait(fiber_sem_t *s);
+/* Return: 0; EAGAIN if the count is 0. */
+FIBER_API int fiber_sem_trywait(fiber_sem_t *s);
+/* Return: 0; EOVERFLOW at FIBER_SEM_VALUE_MAX. */
+FIBER_API int fiber_sem_post(fiber_sem_t *s);
+FIBER_API int fiber_sem_getvalue(fiber_sem_t *s, int *value);
+
+FIBER_API int fiber_rwlock_init(fiber_rwlock_t *rw);
+FIBER_API int fiber_rwlock_destroy(fiber_rwlock_t *rw);
+FIBER_API int fiber_rwlock_rdlock(fiber_rwlock_t *rw);
+FIBER_API int fiber_rwlock_wrlock(fiber_rwlock_t *rw);
+/* Return: 0; EBUSY. */
+FIBER_API int fiber_rwlock_tryrdlock(fiber_rwlock_t *rw);
+FIBER_API int fiber_rwlock_trywrlock(fiber_rwlock_t *rw);
+/* Return: 0; EPERM if not held. */
+FIBER_API int fiber_rwlock_unlock(fiber_rwlock_t *rw);
+
+#define FIBER_BARRIER_SERIAL_FIBER (-1)
+/* Return: 0; EINVAL for a count of 0. */
+FIBER_API int fiber_barrier_init(fiber_barrier_t *b, unsigned int count);
+FIBER_API int fiber_barrier_destroy(fiber_barrier_t *b);
+/* Return: FIBER_BARRIER_SERIAL_FIBER in exactly one caller, 0 in the others. */
+FIBER_API int fiber_barrier_wait(fiber_barrier_t *b);
+
+FIBER_API int fiber_once(fiber_once_t *once, void (*fn)(void));
+
+/*
+ * fiber_chan: a bounded multi-producer multi-consumer channel of fixed-size
+ * elements.  A capacity of 0 makes it synchronous (a send completes when a
+ * receiver takes the element).
+ * send/recv Return: 0; EPIPE sending on a closed channel; recv on a closed
+ * and drained channel returns EPIPE as well.  try variants: EAGAIN instead of
+ * blocking.  (Timed variants arrive with the timers, issue #7.)
+ */
+FIBER_API int fiber_chan_create(fiber_chan_t **chan, size_t elem_size,
+				size_t capacity);
+FIBER_API int fiber_chan_destroy(fiber_chan_t *chan);
+FIBER_API int fiber_chan_send(fiber_chan_t *chan, const void *elem);
+FIBER_API int fiber_chan_recv(fiber_chan_t *chan, void *elem);
+FIBER_API int fiber_chan_trysend(fiber_chan_t *chan, const void *elem);
+FIBER_API int fiber_chan_tryrecv(fiber_chan_t *chan, void *elem);
+FIBER_API int fiber_chan_close(fiber_chan_t *chan);
+
+/*
+ * fiber_pipe: an in-process byte stream with POSIX pipe semantics.  A bounded
+ * buffer; read blocks until at least one byte is there and may return fewer
+ * bytes than asked; read after the write end closed and the buffer drained
+ * gives 0 bytes (EOF); write blocks until every byte is in and gives EPIPE
+ * once the read end is closed (with *@done telling what got in first).
+ * Return: 0; EPIPE; EBADF on a closed end.
+ */
+FIBER_API int fiber_pipe_create(fiber_pipe_t **pipe, size_t capacity);
+FIBER_API int fiber_pipe_destroy(fiber_pipe_t *pipe);
+FIBER_API int fiber_pipe_read(fiber_pipe_t *pipe, void *buf, size_t len,
+			      size_t *done);
+FIBER_API int fiber_pipe_write(fiber_pipe_t *pipe, const void *buf, size_t len,
+			       size_t *done);
+FIBER_API int fiber_pipe_close_read(fiber_pipe_t *pipe);
+FIBER_API int fiber_pipe_close_write(fiber_pipe_t *pipe);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FIBER_H */

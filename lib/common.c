@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * common.c - assertions, the allocation wrappers with their fault-injection
+ * hook, the spinlock's slow path, the clock and the futex calls.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+void fb_die(const char *file, int line, const char *what)
+{
+	fprintf(stderr, "libfiber: %s:%d: %s\n", file, line, what);
+	fflush(stderr);
+	abort();
+}
+
+/*
+ * Fault injection.  fail_countdown counts allocations down to the one that
+ * fails; 0 disables.  Relaxed atomics: tests arm it from one thread and the
+ * exact interleaving with other threads does not matter.
+ */
+static _Atomic long fail_countdown;
+
+void fb_fault_fail_nth(long n)
+{
+	fb_store_seqcst(&fail_countdown, n < 0 ? 0 : n);
+}
+
+bool fb_fault_should_fail(void)
+{
+	long c = fb_load_relaxed(&fail_countdown);
+
+	while (c > 0) {
+		if (atomic_compare_exchange_weak(&fail_countdown, &c, c - 1))
+			return c == 1;
+	}
+	return false;
+}
+
+void *fb_malloc(size_t size)
+{
+	if (fb_unlikely(fb_load_relaxed(&fail_countdown)) &&
+	    fb_fault_should_fail())
+		return NULL;
+	return malloc(size);
+}
+
+void *fb_calloc(size_t n, size_t size)
+{
+	if (fb_unlikely(fb_load_relaxed(&fail_countdown)) &&
+	    fb_fault_should_fail())
+		return NULL;
+	return calloc(n, size);
+}
+
+void *fb_aligned_alloc(size_t align, size_t size)
+{
+	void *p;
+
+	if (fb_unlikely(fb_load_relaxed(&fail_countdown)) &&
+	    fb_fault_should_fail())
+		return NULL;
+	if (posix_memalign(&p, align, size))
+		return NULL;
+	return p;
+}
+
+void fb_free(void *p)
+{
+	free(p);
+}
+
+/* Spin with pause; after a while give the CPU away, since the holder may
+ * have been preempted by the kernel (2 vCPUs, 16 workers is a tested case). */
+void fb_spin_lock_slow(struct fb_spinlock *l)
+{
+	unsigned int spins = 0;
+
+	for (;;) {
+		while (fb_load_relaxed(&l->locked)) {
+			if (++spins < 256)
+				fb_cpu_relax();
+			else
+				sched_yield();
+		}
+		if (atomic_exchange_explicit(&l->locked, 1,
+					     memory_order_acquire) == 0)
+			return;
+	}
+}
+
+uint64_t fb_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int fb_futex_wait(atomic_uint *word, unsigned int expected,
+		  const struct timespec *rel)
+{
+	long rc = syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, rel,
+			  NULL, 0);
+
+	return rc < 0 ? errno : 0;
+}
+
+int fb_futex_wake(atomic_uint *word, int nr)
+{
+	long rc = syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, nr, NULL, NULL,
+			  0);
+
+	return rc < 0 ? -errno : (int)rc;
+}

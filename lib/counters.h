@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * counters.h - the statistics counters, declared once.  Expand with
+ * FB_COUNTER(name, description) defined.  Names are stable: they are the
+ * keys of LIBFIBER_STATS=json and the argument of fiber_stats_counter().
+ * Counted per worker by the worker that acts (the waker for wakeups), in
+ * plain owner-written words; actions of foreign threads go to a shared,
+ * atomically updated row.
+ */
+#ifndef FB_COUNTER
+#error "define FB_COUNTER(name, description) before including counters.h"
+#endif
+FB_COUNTER(switches, "context switches to a fiber")
+FB_COUNTER(creates, "fibers created")
+FB_COUNTER(exits, "fibers finished")
+FB_COUNTER(yields, "fiber_yield calls")
+FB_COUNTER(parks, "fibers parked (blocked)")
+FB_COUNTER(wakeups, "fibers woken")
+FB_COUNTER(wake_early, "wakeups that caught the fiber before it parked")
+FB_COUNTER(wakelist_pushes, "wakeups handed off through a wakelist")
+FB_COUNTER(direct_enqueues, "wakeups enqueued under a remote run-queue lock")
+FB_COUNTER(local_enqueues, "wakeups enqueued on the waker's own worker")
+FB_COUNTER(on_worker_waits, "wakers that waited for the wakee to leave its stack")
+FB_COUNTER(wakelist_drains, "wakelist drains that found fibers")
+FB_COUNTER(futex_wakes, "futex wakes of sleeping workers")
+FB_COUNTER(poll_wakes, "wakeups noticed by a polling worker, no system call")
+FB_COUNTER(idle_polls_found, "idle poll windows that found work")
+FB_COUNTER(sleeps, "idle workers that went to sleep (futex wait)")
+FB_COUNTER(steals, "fibers stolen by an idle worker")
+FB_COUNTER(kicks, "idle workers woken to take a backlog")

@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fiber.c - the fiber API: attributes, create, join, detach, exit, yield,
+ * fiber-local storage, and the end of a fiber's life (reap).
+ *
+ * Lifetime.  A descriptor lives until the fiber has exited and been joined
+ * (joinable) or until it has exited (detached).  The fiber cannot free its
+ * own stack while running on it, so the worker that switches away from a
+ * DEAD fiber reaps it (fb_fiber_reap): the stack goes to that worker's
+ * cache, then the join handshake runs under join_lock; after that the
+ * worker never touches the descriptor again, so a joiner may free it.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sanitizer.h"
+#include "sched.h"
+
+/* Descriptors kept per worker for reuse. */
+#define FB_FIBER_CACHE 64
+
+static _Atomic uint64_t next_id = 1;
+
+/* ---- attributes ---------------------------------------------------------- */
+
+int fiber_attr_init(fiber_attr_t *attr)
+{
+	if (!attr)
+		return EINVAL;
+	memset(attr, 0, sizeof(*attr));
+	attr->stack_size = 0; /* 0: the runtime's default */
+	return 0;
+}
+
+int fiber_attr_destroy(fiber_attr_t *attr)
+{
+	return attr ? 0 : EINVAL;
+}
+
+int fiber_attr_setstacksize(fiber_attr_t *attr, size_t size)
+{
+	if (!attr || size < FIBER_STACK_MIN || size > (1UL << 30))
+		return EINVAL;
+	attr->stack_size = size;
+	return 0;
+}
+
+int fiber_attr_getstacksize(const fiber_attr_t *attr, size_t *size)
+{
+	if (!attr || !size)
+		return EINVAL;
+	*size = attr->stack_size ? attr->stack_size : fb_runtime_stack_size();
+	return 0;
+}
+
+int fiber_attr_setname(fiber_attr_t *attr, const char *name)
+{
+	if (!attr || !name)
+		return EINVAL;
+	snprintf(attr->name, sizeof(attr->name), "%s", name);
+	return 0;
+}
+
+int fiber_attr_setdetachstate(fiber_attr_t *attr, int state)
+{
+	if (!attr || (state != FIBER_CREATE_JOINABLE &&
+		      state != FIBER_CREATE_DETACHED))
+		return EINVAL;
+	attr->detached = state;
+	return 0;
+}
+
+int fiber_attr_setaffinity(fiber_attr_t *attr, size_t setsize,
+			   const cpu_set_t *set)
+{
+	if (!attr || !set || setsize == 0)
+		return EINVAL;
+	CPU_ZERO(&attr->affinity);
+	memcpy(&attr->affinity, set, FB_MIN(setsize, sizeof(cpu_set_t)));
+	if (CPU_COUNT(&attr->affinity) == 0)
+		return EINVAL;
+	attr->has_affinity = 1;
+	return 0;
+}
+
+/* ---- descriptors ----------------------------------------------------------- */
+
+struct fb_fiber *fb_fiber_alloc(void)
+{
+	struct fb_worker *w = fb_worker_self();
+	struct fb_fiber *f;
+
+	if (w && w->free_fibers && !fb_fault_should_fail()) {
+		f = w->free_fibers;
+		w->free_fibers = fb_load_relaxed(&f->wl_next);
+		w->nr_free_fibers--;
+	} else {
+		f = fb_aligned_alloc(FB_CACHELINE, sizeof(*f));
+		if (!f)
+			return NULL;
+	}
+	memset(f, 0, sizeof(*f));
+	return f;
+}
+
+void fb_fiber_free(struct fb_fiber *f)
+{
+	struct fb_worker *w = fb_worker_self();
+
+	fb_free(f->pf.allowed);
+	f->pf.allowed = NULL;
+	if (w && w->nr_free_fibers < FB_FIBER_CACHE) {
+		fb_store_relaxed(&f->wl_next, w->free_fibers);
+		w->free_fibers = f;
+		w->nr_free_fibers++;
+		return;
+	}
+	fb_free(f);
+}
+
+static int stack_get(struct fb_fiber *f, size_t size, int t)
+{
+	struct fb_worker *w = fb_worker_self();
+	int node = fb_runtime_worker_node(t);
+
+	/* The per-worker cache serves only stacks of the creator's node. */
+	if (w && w->node == node && fb_stack_cache_get(&w->stacks, size,
+						       &f->stack))
+		return 0;
+	return fb_stack_map(&f->stack, size, node);
+}
+
+static int set_affinity(struct fb_pfiber *pf, const cpu_set_t *set)
+{
+	int n = fb_runtime_nr_workers(), nr = 0;
+	cpu_set_t *a;
+
+	for (int i = 0; i < n; i++)
+		nr += CPU_ISSET(i, set) != 0;
+	if (nr == 0)
+		return EINVAL;
+	if (nr == n) {
+		fb_free(pf->allowed);
+		pf->allowed = NULL;
+		pf->nr_allowed = 0;
+		pf->custom_affinity = false;
+		return 0;
+	}
+	a = fb_malloc(sizeof(*a));
+	if (!a)
+		return ENOMEM;
+	*a = *set;
+	fb_free(pf->allowed);
+	pf->allowed = a;
+	pf->nr_allowed = nr;
+	pf->custom_affinity = true;
+	return 0;
+}
+
+/* ---- create, join, detach, exit -------------------------------------------- */
+
+int fiber_create(fiber_t *fiber, const fiber_attr_t *attr,
+		 void *(*fn)(void *), void *arg)
+{
+	struct fb_fiber *f;
+	size_t size;
+	int rc, t;
+
+	if (!fiber || !fn)
+		return EINVAL;
+	rc = fb_runtime_get();
+	if (rc)
+		return rc;
+	size = attr && attr->stack_size ? attr->stack_size
+					: fb_runtime_stack_size();
+	if (size < FIBER_STACK_MIN)
+		return EINVAL;
+	f = fb_fiber_alloc();
+	if (!f)
+		return EAGAIN;
+	f->pf.prev = -1;
+	f->pf.recent_used = -1;
+	if (attr && attr->has_affinity) {
+		rc = set_affinity(&f->pf, &attr->affinity);
+		if (rc)
+			goto fail;
+	}
+	t = fb_sched_select_create(f);
+	rc = stack_get(f, size, t);
+	if (rc)
+		goto fail;
+	fb_san_unpoison((char *)fb_stack_top(&f->stack) - f->stack.size,
+			f->stack.size);
+	f->sp = fb_ctx_make(fb_stack_top(&f->stack));
+	f->fn = fn;
+	f->arg = arg;
+	f->join = attr && attr->detached ? FB_DETACHED : FB_JOINABLE;
+	f->id = fb_add_relaxed(&next_id, 1);
+	if (attr && attr->name[0])
+		memcpy(f->name, attr->name, sizeof(f->name));
+	*fiber = f;
+	fb_sched_enqueue_new(f, t);
+	return 0;
+fail:
+	fb_fiber_free(f);
+	return rc == ENOMEM ? EAGAIN : rc;
+}
+
+void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
+{
+	struct fb_waiter *joiner;
+	bool free_it;
+
+	fb_stack_cache_put(&w->stacks, &f->stack);
+	fb_spin_lock(&f->join_lock);
+	f->exited = true;
+	joiner = f->joiner;
+	free_it = f->join == FB_DETACHED;
+	fb_spin_unlock(&f->join_lock);
+	fb_sched_fiber_reaped();
+	if (joiner)
+		fb_waiter_wake(joiner, 0);
+	else if (free_it)
+		fb_fiber_free(f);
+}
+
+int fiber_join(fiber_t f, void **retval)
+{
+	struct fb_waiter w;
+
+	if (!f)
+		return ESRCH;
+	if (f == fb_current())
+		return EDEADLK;
+	fb_spin_lock(&f->join_lock);
+	if (f->join != FB_JOINABLE) {
+		fb_spin_unlock(&f->join_lock);
+		return EINVAL;
+	}
+	f->join = FB_JOINING;
+	if (!f->exited) {
+		fb_waiter_prepare(&w);
+		f->joiner = &w;
+		fb_waiter_wait(&w, &f->join_lock);
+	} else {
+		fb_spin_unlock(&f->join_lock);
+	}
+	if (retval)
+		*retval = f->retval;
+	fb_fiber_free(f);
+	return 0;
+}
+
+int fiber_detach(fiber_t f)
+{
+	bool free_it;
+
+	if (!f)
+		return ESRCH;
+	fb_spin_lock(&f->join_lock);
+	if (f->join != FB_JOINABLE) {
+		fb_spin_unlock(&f->join_lock);
+		return EINVAL;
+	}
+	f->join = FB_DETACHED;
+	free_it = f->exited;
+	fb_spin_unlock(&f->join_lock);
+	if (free_it)
+		fb_fiber_free(f);
+	return 0;
+}
+
+static void run_key_destructors(struct fb_fiber *f);
+
+void fiber_exit(void *retval)
+{
+	struct fb_fiber *f = fb_current();
+
+	if (!f)
+		return;
+	f->retval = retval;
+	run_key_destructors(f);
+	fb_sched_exit();
+}
+
+int fiber_yield(void)
+{
+	if (!fb_current())
+		return EPERM;
+	fb_sched_yield();
+	return 0;
+}
+
+fiber_t fiber_self(void)
+{
+	return fb_current();
+}
+
+uint64_t fiber_id(fiber_t f)
+{
+	return f ? f->id : 0;
+}
+
+const char *fiber_name(fiber_t f)
+{
+	return f ? f->name : NULL;
+}
+
+int fiber_setaffinity(size_t setsize, const cpu_set_t *set)
+{
+	struct fb_fiber *f = fb_current();
+	cpu_set_t s;
+	int rc;
+
+	if (!f)
+		return EPERM;
+	if (!set || !setsize)
+		return EINVAL;
+	CPU_ZERO(&s);
+	memcpy(&s, set, FB_MIN(setsize, sizeof(s)));
+	rc = set_affinity(&f->pf, &s);
+	if (rc)
+		return rc;
+	if (!fb_pfiber_allows(&f->pf, fiber_current_worker()))
+		fb_sched_migrate();
+	return 0;
+}
+
+/* ---- fiber-local storage ----------------------------------------------------- */
+
+static struct fb_spinlock keys_lock;
+static struct {
+	bool used;
+	unsigned int gen;
+	void (*dtor)(void *);
+} keys[FIBER_KEYS_MAX];
+
+int fiber_key_create(fiber_key_t *key, void (*destructor)(void *))
+{
+	if (!key)
+		return EINVAL;
+	fb_spin_lock(&keys_lock);
+	for (unsigned int i = 0; i < FIBER_KEYS_MAX; i++) {
+		if (!keys[i].used) {
+			keys[i].used = true;
+			keys[i].gen++;
+			keys[i].dtor = destructor;
+			fb_spin_unlock(&keys_lock);
+			*key = i;
+			return 0;
+		}
+	}
+	fb_spin_unlock(&keys_lock);
+	return EAGAIN;
+}
+
+int fiber_key_delete(fiber_key_t key)
+{
+	int rc = 0;
+
+	if (key >= FIBER_KEYS_MAX)
+		return EINVAL;
+	fb_spin_lock(&keys_lock);
+	if (keys[key].used)
+		keys[key].used = false;
+	else
+		rc = EINVAL;
+	fb_spin_unlock(&keys_lock);
+	return rc;
+}
+
+void *fiber_getspecific(fiber_key_t key)
+{
+	struct fb_fiber *f = fb_current();
+
+	if (!f || key >= FIBER_KEYS_MAX || !f->specific)
+		return NULL;
+	return f->specific[key];
+}
+
+int fiber_setspecific(fiber_key_t key, const void *value)
+{
+	struct fb_fiber *f = fb_current();
+
+	if (!f)
+		return EPERM;
+	if (key >= FIBER_KEYS_MAX || !keys[key].used)
+		return EINVAL;
+	if (!f->specific) {
+		f->specific = fb_calloc(FIBER_KEYS_MAX, sizeof(void *));
+		if (!f->specific)
+			return ENOMEM;
+	}
+	f->specific[key] = (void *)value;
+	return 0;
+}
+
+/* As pthreads: call each non-NULL value's destructor, with the slot
+ * cleared first; repeat while destructors set new values (at most 4). */
+static void run_key_destructors(struct fb_fiber *f)
+{
+	if (!f->specific)
+		return;
+	for (int round = 0; round < 4; round++) {
+		bool again = false;
+
+		for (unsigned int i = 0; i < FIBER_KEYS_MAX; i++) {
+			void *v = f->specific[i];
+			void (*dtor)(void *) = keys[i].used ? keys[i].dtor
+							    : NULL;
+
+			if (!v)
+				continue;
+			f->specific[i] = NULL;
+			if (dtor) {
+				dtor(v);
+				again = true;
+			}
+		}
+		if (!again)
+			break;
+	}
+	fb_free(f->specific);
+	f->specific = NULL;
+}

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * sched.h - the fiber core and the scheduler core: fibers, workers, run
+ * queues, wakelists, and the block/wake protocol the sync and I/O layers are
+ * built on.  Dependencies point down: sync, io -> core -> sched -> place ->
+ * topo.  The opening comment of sched-core.c argues the protocol.
+ */
+#ifndef FB_SCHED_H
+#define FB_SCHED_H
+
+#include "fiber.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "list.h"
+#include "place.h"
+#include "stack.h"
+
+struct fb_worker;
+struct fb_waiter;
+
+/*
+ * Fiber states.  Transitions marked (CAS) race with wakers.
+ *   NEW      created, not yet queued; only the creator touches it.
+ *   RUNNABLE on a run queue or a wakelist, or being put on one by exactly one
+ *            waker; owns its stack, may be stolen once on_worker is 0.
+ *   RUNNING  the curr of a worker.
+ *   PARKING  running, but announced (under a wait-list lock) that it will
+ *            park; a waker that finds PARKING turns it back into RUNNING
+ *            (CAS) and the fiber never leaves its worker.
+ *   PARKED   switched out or switching out, on no run queue; the waker that
+ *            CASes PARKED -> RUNNABLE owns the fiber and must place it
+ *            (waiting for on_worker == 0 or using the old worker's wakelist).
+ *   DEAD     returned; its worker frees the stack after leaving it.
+ */
+enum fb_fiber_state {
+	FB_FIBER_NEW,
+	FB_FIBER_RUNNABLE,
+	FB_FIBER_RUNNING,
+	FB_FIBER_PARKING,
+	FB_FIBER_PARKED,
+	FB_FIBER_DEAD,
+};
+
+/* Join states: fb_fiber.join, protected by fb_fiber.join_lock. */
+enum { FB_JOINABLE, FB_DETACHED, FB_JOINING, FB_JOINED };
+
+struct fb_fiber {
+	void *sp;		 /* saved stack pointer; owner worker */
+	_Atomic int state;	 /* enum fb_fiber_state */
+	atomic_uint on_worker;	 /* 1 while a worker runs or leaves the stack;
+				    release-cleared by that worker */
+	struct fb_list rq_node;	 /* run queue link, under that rq's lock */
+	struct fb_fiber *_Atomic wl_next; /* wakelist link */
+	struct fb_pfiber pf;	 /* what placement reads: affinity, prev... */
+
+	struct fb_stack stack;
+	void *(*fn)(void *);
+	void *arg;
+	void *retval;
+
+	struct fb_spinlock join_lock;
+	int join;		 /* FB_JOINABLE...; join_lock */
+	bool exited;		 /* join_lock */
+	struct fb_waiter *joiner; /* join_lock */
+
+	uint64_t id;
+	char name[32];
+	void **specific;	 /* FIBER_KEYS_MAX slots, allocated on first set */
+	uint64_t last_ran_ns;
+};
+
+/*
+ * A wait-list entry.  It lives on the waiting caller's stack and serves a
+ * fiber (parks it) or a foreign thread (futex on @futex) alike, so every
+ * sync object works from any thread.
+ *
+ * Protocol for a sync object with lock L and wait list Q:
+ *	lock(L); ...decide to wait...
+ *	fb_waiter_prepare(&w);		   // announces PARKING
+ *	fb_list_add_tail(&w.node, &Q);
+ *	fb_waiter_wait(&w, &L);		   // unlocks L, parks, returns unlocked
+ * and a waker:
+ *	lock(L); w = pop(Q); fb_waiter_wake(w, flags); unlock(L);
+ * fb_waiter_wake may be called with L held; it never switches.  After it the
+ * waiter may run and its stack frame (w) be gone: the waker must not touch w.
+ * Each waiter is woken exactly once, by whoever removed it from Q.
+ */
+struct fb_waiter {
+	struct fb_list node;	 /* on the object's wait list; object lock */
+	struct fb_fiber *fiber;	 /* NULL for a foreign thread */
+	atomic_uint futex;	 /* foreign thread: 0 waiting, 1 woken */
+	uintptr_t data;		 /* object specific (rwlock kind, chan slot) */
+	int result;		 /* set by the waker before the wake */
+};
+
+/* Wake flags. */
+#define FB_WF_SYNC 0x1 /* the waker is about to block (hand-off) */
+
+/* fb_waiter_prepare - initialise @w for the caller and, for a fiber,
+ * announce PARKING.  Context: any thread, with the object lock held. */
+void fb_waiter_prepare(struct fb_waiter *w);
+/* fb_waiter_wait - release @lock and sleep until fb_waiter_wake(@w).
+ * Context: any thread; parks a fiber, futex-waits a foreign thread.
+ * Returns with @lock released. */
+void fb_waiter_wait(struct fb_waiter *w, struct fb_spinlock *lock);
+/* fb_waiter_wake - wake the owner of @w, which its caller removed from its
+ * wait list.  Context: any thread, any lock; never switches. */
+void fb_waiter_wake(struct fb_waiter *w, unsigned int flags);
+
+/* fb_fiber_wake - make a PARKING or PARKED fiber runnable (see the states).
+ * Returns false if it was not waiting.  Context: any thread; never switches. */
+bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags);
+/* fb_fiber_park - park the calling fiber until fb_fiber_wake; it must have
+ * set PARKING first (fb_waiter_prepare does).  Context: fiber. */
+void fb_fiber_park(void);
+
+/* Counters of one worker (lib/counters.h); owner-written. */
+struct fb_counters {
+#define FB_COUNTER(name, desc) _Atomic uint64_t name;
+#include "counters.h"
+#undef FB_COUNTER
+};
+/* FB_COUNT - count one event on worker @w (NULL: a foreign thread).  A
+ * relaxed load and store, not an atomic add: only the owner writes. */
+#define FB_COUNT(w, name)                                                      \
+	do {                                                                   \
+		if (w)                                                         \
+			fb_store_relaxed(&(w)->cnt.name,                       \
+					 fb_load_relaxed(&(w)->cnt.name) + 1); \
+		else                                                           \
+			fb_count_foreign(offsetof(struct fb_counters, name));  \
+	} while (0)
+void fb_count_foreign(size_t offset);
+
+/*
+ * A worker.  The fields others write (state, wakelist, run queue) sit on
+ * their own cache lines in @pw and below; the rest is owner-only.
+ */
+struct fb_worker {
+	struct fb_pworker pw;	/* placement-visible; first member */
+	struct fb_fiber *_Atomic wakelist fb_cacheline_aligned; /* MPSC stack;
+				   wakers push (CAS), owner takes all (xchg) */
+	struct fb_spinlock rq_lock fb_cacheline_aligned;
+	struct fb_list rq;	/* rq_lock; FIFO of RUNNABLE fibers */
+
+	/* owner only from here */
+	int id fb_cacheline_aligned;
+	int node;		/* NUMA node or -1 */
+	struct fb_fiber *curr;	/* running fiber, NULL in the idle loop */
+	struct fb_fiber *prev_switch; /* fiber just switched away from */
+	bool migrating;		/* prev_switch must be placed elsewhere */
+	void *idle_sp;		/* saved context of the idle loop */
+	void *idle_stack;	/* the thread's own stack (sanitizers) */
+	size_t idle_stack_size;
+	pthread_t thread;
+	struct fb_stack_cache stacks;
+	struct fb_fiber *free_fibers; /* cached descriptors (via wl_next) */
+	unsigned int nr_free_fibers;
+	uint64_t rng;		/* per-worker PRNG state */
+	struct fb_counters cnt;
+};
+
+/* The calling worker (NULL on a foreign thread) and fiber (NULL outside). */
+struct fb_worker *fb_worker_self(void);
+struct fb_fiber *fb_current(void);
+
+/* fb_sched_select_create - the worker a new fiber @f should start on.
+ * Context: any thread. */
+int fb_sched_select_create(struct fb_fiber *f);
+/* fb_sched_enqueue_new - make NEW fiber @f runnable on worker @t.
+ * Context: any thread; never switches. */
+void fb_sched_enqueue_new(struct fb_fiber *f, int t);
+/* fb_sched_yield - requeue the calling fiber behind the runnable ones.
+ * Returns false if nothing else was runnable (no switch happened). */
+bool fb_sched_yield(void);
+/* fb_sched_migrate - move the calling fiber to the worker placement picks
+ * (after its affinity changed).  Context: fiber; switches. */
+void fb_sched_migrate(void);
+/* fb_sched_exit - end the calling fiber (state DEAD); never returns. */
+void fb_sched_exit(void) __attribute__((noreturn));
+/* Called by a worker once it left a DEAD fiber's stack (fiber.c). */
+void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f);
+/* Fiber descriptor allocation with the per-worker cache. */
+struct fb_fiber *fb_fiber_alloc(void);
+void fb_fiber_free(struct fb_fiber *f);
+/* Global runtime facts. */
+int fb_runtime_nr_workers(void);
+size_t fb_runtime_stack_size(void);
+int fb_runtime_worker_node(int worker);
+struct fb_worker *fb_runtime_worker(int i);
+
+/* Test hook: called in the window between a fiber giving up its worker and
+ * the switch that leaves its stack; tests widen that window with it. */
+extern void (*fb_test_switch_hook)(void);
+
+/* Bookkeeping hooks between the layers. */
+void fb_sched_fiber_reaped(void);
+void fb_sched_features_changed(uint64_t old, uint64_t mask);
+const struct fb_counters *fb_sched_counters(int worker);
+
+/* fb_runtime_get - start the runtime with the environment's configuration
+ * if it is not running.  Return: 0 or the errno of fiber_init. */
+int fb_runtime_get(void);
+
+#endif /* FB_SCHED_H */

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * stack.h - fiber stacks and the context switch (lib/arch/).
+ */
+#ifndef FB_STACK_H
+#define FB_STACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct fb_stack {
+	void *map;	/* guard page + stack */
+	size_t map_len;
+	size_t size;	/* usable bytes */
+};
+
+/* Stacks kept per worker for reuse; owner worker only. */
+#define FB_STACK_CACHE 64
+struct fb_stack_cache {
+	unsigned int nr;
+	struct fb_stack s[FB_STACK_CACHE];
+};
+
+/* fb_stack_map - map a stack of @size bytes (rounded up to pages) with a
+ * guard page below, preferring NUMA node @node (-1: any).
+ * Return: 0; EAGAIN when the mapping fails (address space, map count). */
+int fb_stack_map(struct fb_stack *s, size_t size, int node);
+void fb_stack_unmap(struct fb_stack *s);
+void *fb_stack_top(const struct fb_stack *s);
+bool fb_stack_guard_contains(const struct fb_stack *s, const void *addr);
+bool fb_stack_cache_get(struct fb_stack_cache *c, size_t size,
+			struct fb_stack *s);
+/* Keeps @s or unmaps it; @s is empty afterwards. */
+void fb_stack_cache_put(struct fb_stack_cache *c, struct fb_stack *s);
+void fb_stack_cache_drain(struct fb_stack_cache *c);
+/* Unmap the shared pool (runtime shutdown). */
+void fb_stack_pool_drain(void);
+
+void fb_ctx_switch(void **save_sp, void *load_sp);
+void fb_ctx_trampoline(void);
+void *fb_ctx_make(void *top);
+/* First C code of every fiber; called by fb_ctx_trampoline. */
+void fb_fiber_main(void) __attribute__((noreturn));
+
+#endif /* FB_STACK_H */

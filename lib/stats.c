@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * stats.c - the LIBFIBER_STATS output: one row per worker plus the foreign
+ * threads' row and the total, as a table or as one JSON object
+ * {"workers":[{"worker":0,...}],"foreign":{...},"total":{...}}.  Counter
+ * names come from lib/counters.h and are stable.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sched.h"
+
+static const char *const names[] = {
+#define FB_COUNTER(name, desc) #name,
+#include "counters.h"
+#undef FB_COUNTER
+};
+#define NR_COUNTERS FB_ARRAY_SIZE(names)
+
+static void read_row(int worker, uint64_t *v)
+{
+	const struct fb_counters *c = fb_sched_counters(worker);
+	int i = 0;
+
+#define FB_COUNTER(name, desc) v[i++] = fb_load_relaxed(&c->name);
+#include "counters.h"
+#undef FB_COUNTER
+}
+
+/* A small buffered writer to an fd; the output is built in memory. */
+struct out {
+	char *buf;
+	size_t len, cap;
+	bool failed;
+};
+
+static void put(struct out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(o->buf ? o->buf + o->len : NULL,
+			      o->buf ? o->cap - o->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			o->failed = true;
+			return;
+		}
+		if (o->buf && o->len + (size_t)n < o->cap) {
+			o->len += (size_t)n;
+			return;
+		}
+		size_t cap = (o->cap + (size_t)n + 1) * 2;
+		char *b = realloc(o->buf, cap);
+
+		if (!b) {
+			o->failed = true;
+			return;
+		}
+		o->buf = b;
+		o->cap = cap;
+	}
+}
+
+static void json_row(struct out *o, const uint64_t *v)
+{
+	for (size_t i = 0; i < NR_COUNTERS; i++)
+		put(o, "%s\"%s\":%llu", i ? "," : "", names[i],
+		    (unsigned long long)v[i]);
+}
+
+int fiber_stats_print(int fd, int json)
+{
+	int n = fb_runtime_nr_workers();
+	uint64_t v[NR_COUNTERS], tot[NR_COUNTERS] = { 0 };
+	struct out o = { 0 };
+	int rc = 0;
+
+	if (!n)
+		return ESRCH;
+	if (json) {
+		put(&o, "{\"workers\":[");
+		for (int w = 0; w < n; w++) {
+			read_row(w, v);
+			put(&o, "%s{\"worker\":%d,", w ? "," : "", w);
+			json_row(&o, v);
+			put(&o, "}");
+			for (size_t i = 0; i < NR_COUNTERS; i++)
+				tot[i] += v[i];
+		}
+		read_row(-1, v);
+		put(&o, "],\"foreign\":{");
+		json_row(&o, v);
+		for (size_t i = 0; i < NR_COUNTERS; i++)
+			tot[i] += v[i];
+		put(&o, "},\"total\":{");
+		json_row(&o, tot);
+		put(&o, "}}\n");
+	} else {
+		put(&o, "libfiber statistics (%d workers)\n%-8s", n, "worker");
+		for (size_t i = 0; i < NR_COUNTERS; i++)
+			put(&o, " %*s", (int)FB_MAX(strlen(names[i]), 8),
+			    names[i]);
+		put(&o, "\n");
+		for (int w = -1; w <= n; w++) {
+			char label[16];
+
+			if (w < n) {
+				read_row(w, v);
+				for (size_t i = 0; i < NR_COUNTERS; i++)
+					tot[i] += v[i];
+				snprintf(label, sizeof(label), "%d", w);
+			} else {
+				memcpy(v, tot, sizeof(v));
+				snprintf(label, sizeof(label), "total");
+			}
+			put(&o, "%-8s", w < 0 ? "foreign" : label);
+			for (size_t i = 0; i < NR_COUNTERS; i++)
+				put(&o, " %*llu",
+				    (int)FB_MAX(strlen(names[i]), 8),
+				    (unsigned long long)v[i]);
+			put(&o, "\n");
+		}
+	}
+	if (o.failed) {
+		rc = ENOMEM;
+	} else {
+		for (size_t off = 0; off < o.len;) {
+			ssize_t k = write(fd, o.buf + off, o.len - off);
+
+			if (k < 0) {
+				if (errno == EINTR)
+					continue;
+				rc = errno;
+				break;
+			}
+			off += (size_t)k;
+		}
+	}
+	free(o.buf);
+	return rc;
+}
+
+long long fiber_stats_counter(const char *name)
+{
+	int n = fb_runtime_nr_workers();
+	uint64_t v[NR_COUNTERS];
+	long long sum = 0;
+	size_t i;
+
+	if (!name)
+		return -1;
+	for (i = 0; i < NR_COUNTERS; i++)
+		if (!strcmp(names[i], name))
+			break;
+	if (i == NR_COUNTERS)
+		return -1;
+	if (!n)
+		return 0;
+	for (int w = -1; w < n; w++) {
+		read_row(w, v);
+		sum += (long long)v[i];
+	}
+	return sum;
+}
+
+void fiber_stats_reset(void)
+{
+	int n = fb_runtime_nr_workers();
+
+	for (int w = -1; w < n && n; w++) {
+		struct fb_counters *c =
+			(struct fb_counters *)fb_sched_counters(w);
+#define FB_COUNTER(name, desc) fb_store_relaxed(&c->name, 0);
+#include "counters.h"
+#undef FB_COUNTER
+	}
+}

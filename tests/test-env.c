@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-env.c - every LIBFIBER_* variable: good values start the runtime,
+ * each bad value makes fiber_init() return EINVAL with a message naming the
+ * variable and the value, and nothing starts.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "env.h"
+#include "fiber.h"
+
+static const char *const vars[] = {
+	"LIBFIBER_WORKERS",	  "LIBFIBER_TOPOLOGY",
+	"LIBFIBER_BIND",	  "LIBFIBER_SCHED_FEATURES",
+	"LIBFIBER_STACK_SIZE",	  "LIBFIBER_IDLE_POLL_US",
+	"LIBFIBER_STATS",	  "LIBFIBER_BLOCKED_LOAD_INTERVAL_MS",
+};
+
+static void clear_env(void)
+{
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+}
+
+/* Run fiber_init with stderr captured into @msg. */
+static int init_capture(char *msg, size_t len)
+{
+	char path[] = "/tmp/libfiber-test-env-XXXXXX";
+	int fd = mkstemp(path), saved = dup(2), rc;
+	ssize_t n;
+
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	dup2(fd, 2);
+	rc = fiber_init(NULL);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	lseek(fd, 0, SEEK_SET);
+	n = read(fd, msg, len - 1);
+	msg[n > 0 ? n : 0] = 0;
+	close(fd);
+	unlink(path);
+	return rc;
+}
+
+static void expect_refused(const char *var, const char *value)
+{
+	char msg[2048];
+
+	clear_env();
+	setenv(var, value, 1);
+	assert_int_equal(init_capture(msg, sizeof(msg)), EINVAL);
+	if (!strstr(msg, var) || (*value && !strstr(msg, value)))
+		fail_msg("%s=\"%s\": message does not name both: %s", var,
+			 value, msg);
+	assert_int_equal(fiber_nr_workers(), 0); /* nothing started */
+	clear_env();
+}
+
+static void test_env_bad_values_give_einval(void **state)
+{
+	static const struct {
+		const char *var, *value;
+	} bad[] = {
+		{ "LIBFIBER_WORKERS", "0" },
+		{ "LIBFIBER_WORKERS", "-1" },
+		{ "LIBFIBER_WORKERS", "two" },
+		{ "LIBFIBER_WORKERS", "4x" },
+		{ "LIBFIBER_WORKERS", "" },
+		{ "LIBFIBER_WORKERS", "100000" },
+		{ "LIBFIBER_WORKERS", "99999999999999999999" },
+		{ "LIBFIBER_TOPOLOGY", "garbage:xyz" },
+		{ "LIBFIBER_TOPOLOGY", "/nonexistent/topology.xml" },
+		{ "LIBFIBER_BIND", "yes" },
+		{ "LIBFIBER_BIND", "2" },
+		{ "LIBFIBER_BIND", "" },
+		{ "LIBFIBER_SCHED_FEATURES", "NOT_A_FEATURE" },
+		{ "LIBFIBER_SCHED_FEATURES", "SIS_UTIL,NO_BOGUS" },
+		{ "LIBFIBER_STACK_SIZE", "1K" },
+		{ "LIBFIBER_STACK_SIZE", "64Q" },
+		{ "LIBFIBER_STACK_SIZE", "-64K" },
+		{ "LIBFIBER_STACK_SIZE", "2G" },
+		{ "LIBFIBER_STACK_SIZE", "" },
+		{ "LIBFIBER_STACK_SIZE", "K" },
+		{ "LIBFIBER_IDLE_POLL_US", "-5" },
+		{ "LIBFIBER_IDLE_POLL_US", "fast" },
+		{ "LIBFIBER_IDLE_POLL_US", "2000000" },
+		{ "LIBFIBER_STATS", "2" },
+		{ "LIBFIBER_STATS", "JSON" },
+		{ "LIBFIBER_STATS", "" },
+		{ "LIBFIBER_BLOCKED_LOAD_INTERVAL_MS", "0" },
+		{ "LIBFIBER_BLOCKED_LOAD_INTERVAL_MS", "50ms" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_refused(bad[i].var, bad[i].value);
+}
+
+static void *noop(void *arg)
+{
+	return arg;
+}
+
+static void expect_accepted(const char *var, const char *value)
+{
+	char msg[2048];
+	fiber_t f;
+	void *r = NULL;
+
+	clear_env();
+	setenv("LIBFIBER_WORKERS", "2", 1);
+	setenv(var, value, 1);
+	if (init_capture(msg, sizeof(msg)) != 0)
+		fail_msg("%s=\"%s\" refused: %s", var, value, msg);
+	assert_int_equal(fiber_create(&f, NULL, noop, (void *)7), 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_ptr_equal(r, (void *)7);
+	assert_int_equal(fiber_shutdown(), 0);
+	clear_env();
+}
+
+static void test_env_good_values_start(void **state)
+{
+	(void)state;
+	expect_accepted("LIBFIBER_WORKERS", "3");
+	expect_accepted("LIBFIBER_BIND", "0");
+	expect_accepted("LIBFIBER_BIND", "1");
+	expect_accepted("LIBFIBER_SCHED_FEATURES", "NO_TTWU_QUEUE ASYM_PACKING");
+	expect_accepted("LIBFIBER_SCHED_FEATURES", "");
+	expect_accepted("LIBFIBER_STACK_SIZE", "64K");
+	expect_accepted("LIBFIBER_STACK_SIZE", "1M");
+	expect_accepted("LIBFIBER_STACK_SIZE", "65536");
+	expect_accepted("LIBFIBER_IDLE_POLL_US", "0");
+	expect_accepted("LIBFIBER_STATS", "0");
+	expect_accepted("LIBFIBER_TOPOLOGY", "pack:1 l3:1 core:2 pu:2");
+	expect_accepted("LIBFIBER_BLOCKED_LOAD_INTERVAL_MS", "50");
+}
+
+static void test_env_size_parser(void **state)
+{
+	char err[256];
+	size_t v = 0;
+
+	(void)state;
+	assert_int_equal(fb_parse_size("S", "64K", 1, 1UL << 30, &v, err,
+				       sizeof(err)),
+			 0);
+	assert_int_equal(v, 65536);
+	assert_int_equal(fb_parse_size("S", "2m", 1, 1UL << 30, &v, err,
+				       sizeof(err)),
+			 0);
+	assert_int_equal(v, 2 << 20);
+	assert_int_equal(fb_parse_size("S", "1GB", 1, 1UL << 30, &v, err,
+				       sizeof(err)),
+			 0);
+	assert_int_equal(v, 1UL << 30);
+	v = 9;
+	assert_int_equal(fb_parse_size("S", "18446744073709551615K", 1,
+				       1UL << 30, &v, err, sizeof(err)),
+			 EINVAL);
+	assert_int_equal(v, 9);
+	assert_non_null(strstr(err, "S=\"18446744073709551615K\""));
+}
+
+static void test_env_config_struct_overrides_environment(void **state)
+{
+	struct fiber_config c = { 0 };
+
+	(void)state;
+	clear_env();
+	setenv("LIBFIBER_WORKERS", "bogus", 1);
+	c.workers = 3;
+	assert_int_equal(fiber_init(&c), 0);
+	assert_int_equal(fiber_nr_workers(), 3);
+	assert_int_equal(fiber_init(&c), EBUSY);
+	assert_int_equal(fiber_shutdown(), 0);
+	assert_int_equal(fiber_shutdown(), ESRCH);
+	c.stack_size = 100; /* below FIBER_STACK_MIN */
+	assert_int_equal(fiber_init(&c), EINVAL);
+	clear_env();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_env_bad_values_give_einval),
+		cmocka_unit_test(test_env_good_values_start),
+		cmocka_unit_test(test_env_size_parser),
+		cmocka_unit_test(test_env_config_struct_overrides_environment),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

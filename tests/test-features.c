@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-features.c - the scheduler feature list and the
+ * LIBFIBER_SCHED_FEATURES parser.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common.h"
+#include "fiber.h"
+
+static void test_features_defaults_match_spec(void **state)
+{
+	uint64_t m = fb_features_default();
+
+	(void)state;
+	/* heuristics.md 0.2: everything on except SIS_CORE_FULL and
+	 * ASYM_PACKING. */
+	assert_true(m & FB_FEAT_BIT(SIS_UTIL));
+	assert_true(m & FB_FEAT_BIT(SIS_CORE_LIMIT));
+	assert_false(m & FB_FEAT_BIT(SIS_CORE_FULL));
+	assert_true(m & FB_FEAT_BIT(TTWU_QUEUE));
+	assert_true(m & FB_FEAT_BIT(TTWU_QUEUE_IDLE));
+	assert_false(m & FB_FEAT_BIT(ASYM_PACKING));
+	assert_true(m & FB_FEAT_BIT(NUMA_IMB));
+	assert_true(m & FB_FEAT_BIT(NUMA_IMB_AFFINITY));
+	assert_true(m & FB_FEAT_BIT(BLOCKED_LOAD_RATELIMIT));
+	assert_true(m & FB_FEAT_BIT(NI_RANDOM));
+	assert_true(m & FB_FEAT_BIT(WA_IDLE));
+	assert_true(m & FB_FEAT_BIT(WA_WEIGHT));
+	assert_true(m & FB_FEAT_BIT(WA_BIAS));
+	assert_int_equal(fb_load_relaxed(&fb_features_mask), m);
+}
+
+static void test_features_name_and_no_name(void **state)
+{
+	char err[512];
+	uint64_t m = 0;
+
+	(void)state;
+	assert_int_equal(fb_features_parse("V", "ASYM_PACKING NO_TTWU_QUEUE",
+					   fb_features_default(), &m, err,
+					   sizeof(err)),
+			 0);
+	assert_true(m & FB_FEAT_BIT(ASYM_PACKING));
+	assert_false(m & FB_FEAT_BIT(TTWU_QUEUE));
+	assert_true(m & FB_FEAT_BIT(SIS_UTIL));
+	/* Commas, repeated separators, last word wins. */
+	assert_int_equal(fb_features_parse("V", ",SIS_UTIL,,NO_SIS_UTIL ,", 0,
+					   &m, err, sizeof(err)),
+			 0);
+	assert_int_equal(m, 0);
+}
+
+static void test_features_empty_keeps_base(void **state)
+{
+	char err[64];
+	uint64_t m = 0;
+
+	(void)state;
+	assert_int_equal(fb_features_parse("V", "", 0x5, &m, err, sizeof(err)),
+			 0);
+	assert_int_equal(m, 0x5);
+	assert_int_equal(fb_features_parse("V", "  ", 0x6, &m, err,
+					   sizeof(err)),
+			 0);
+	assert_int_equal(m, 0x6);
+}
+
+static void test_features_unknown_name_refused(void **state)
+{
+	const char *bad[] = { "SIS_UTILX", "NO_", "no_sis_util", "NO_NO_SIS_UTIL",
+			      "SIS_UTIL BOGUS", "sis_util" };
+	char err[1024];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t m = 42;
+
+		err[0] = 0;
+		assert_int_equal(fb_features_parse("LIBFIBER_SCHED_FEATURES",
+						   bad[i], 0, &m, err,
+						   sizeof(err)),
+				 EINVAL);
+		assert_int_equal(m, 42);
+		assert_non_null(strstr(err, "LIBFIBER_SCHED_FEATURES"));
+		assert_non_null(strstr(err, bad[i]));
+		assert_non_null(strstr(err, "SIS_CORE_LIMIT")); /* accepted */
+	}
+}
+
+static void test_features_every_name_round_trips(void **state)
+{
+	char err[256];
+
+	(void)state;
+	for (int i = 0; i < FB_FEAT_NR; i++) {
+		char on[64], off[64];
+		uint64_t m;
+
+		snprintf(on, sizeof(on), "%s", fb_feature_name(i));
+		snprintf(off, sizeof(off), "NO_%s", fb_feature_name(i));
+		assert_int_equal(fb_features_parse("V", on, 0, &m, err,
+						   sizeof(err)),
+				 0);
+		assert_int_equal(m, UINT64_C(1) << i);
+		assert_int_equal(fb_features_parse("V", off, ~UINT64_C(0), &m,
+						   err, sizeof(err)),
+				 0);
+		assert_int_equal(m, ~(UINT64_C(1) << i));
+	}
+	assert_null(fb_feature_name(FB_FEAT_NR));
+	assert_null(fb_feature_name(-1));
+}
+
+static void test_features_api_set_get_string(void **state)
+{
+	char buf[1024];
+	int n;
+
+	(void)state;
+	assert_int_equal(fiber_sched_features_set("NO_SIS_UTIL ASYM_PACKING"),
+			 0);
+	assert_int_equal(fiber_sched_feature_get("SIS_UTIL"), 0);
+	assert_int_equal(fiber_sched_feature_get("ASYM_PACKING"), 1);
+	assert_int_equal(fiber_sched_feature_get("NOPE"), -1);
+	assert_int_equal(fiber_sched_features_set("NOPE"), EINVAL);
+	assert_int_equal(fiber_sched_feature_get("ASYM_PACKING"), 1);
+	n = fiber_sched_features_string(buf, sizeof(buf));
+	assert_int_equal(n, (int)strlen(buf));
+	assert_non_null(strstr(buf, "NO_SIS_UTIL"));
+	assert_non_null(strstr(buf, " ASYM_PACKING"));
+	assert_int_equal(fiber_sched_features_string(NULL, 0), n);
+	fb_store_relaxed(&fb_features_mask, fb_features_default());
+}
+
+/* Every feature is documented in README.md (style.md). */
+static void test_features_documented_in_readme(void **state)
+{
+	FILE *f = fopen(FB_SOURCE_ROOT "/README.md", "r");
+	static char text[1 << 20];
+	size_t n;
+
+	(void)state;
+	assert_non_null(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = 0;
+	for (int i = 0; i < FB_FEAT_NR; i++) {
+		char needle[80];
+
+		snprintf(needle, sizeof(needle), "`%s`", fb_feature_name(i));
+		if (!strstr(text, needle))
+			fail_msg("README.md does not document %s", needle);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_features_defaults_match_spec),
+		cmocka_unit_test(test_features_name_and_no_name),
+		cmocka_unit_test(test_features_empty_keeps_base),
+		cmocka_unit_test(test_features_unknown_name_refused),
+		cmocka_unit_test(test_features_every_name_round_trips),
+		cmocka_unit_test(test_features_api_set_get_string),
+		cmocka_unit_test(test_features_documented_in_readme),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-fiber.c - the fiber API through the public header only: create,
+ * join, detach, exit, yield, self, affinity, fiber-local storage, foreign
+ * threads, error returns, and the mass tests of the core issue.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fiber.h"
+
+static int start(unsigned int workers)
+{
+	struct fiber_config c = { 0 };
+
+	c.workers = workers;
+	return fiber_init(&c);
+}
+
+static void *ret_arg(void *arg)
+{
+	return arg;
+}
+
+static void test_fiber_create_join_returns_value(void **state)
+{
+	fiber_t f;
+	void *r = NULL;
+
+	(void)state;
+	assert_int_equal(start(2), 0);
+	assert_int_equal(fiber_create(&f, NULL, ret_arg, (void *)0x1234), 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_ptr_equal(r, (void *)0x1234);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+static void *exit_early(void *arg)
+{
+	fiber_exit(arg);
+	return NULL;
+}
+
+static void *join_self(void *arg)
+{
+	(void)arg;
+	return (void *)(long)fiber_join(fiber_self(), NULL);
+}
+
+static void test_fiber_exit_and_join_errors(void **state)
+{
+	fiber_t f, g;
+	void *r;
+	fiber_attr_t a;
+
+	(void)state;
+	assert_int_equal(start(2), 0);
+	assert_int_equal(fiber_create(&f, NULL, exit_early, (void *)5), 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_ptr_equal(r, (void *)5);
+
+	assert_int_equal(fiber_create(&f, NULL, join_self, NULL), 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_int_equal((long)r, EDEADLK);
+
+	assert_int_equal(fiber_attr_init(&a), 0);
+	assert_int_equal(fiber_attr_setdetachstate(&a, FIBER_CREATE_DETACHED),
+			 0);
+	assert_int_equal(fiber_create(&g, &a, ret_arg, NULL), 0);
+	assert_int_equal(fiber_join(g, NULL), EINVAL); /* detached */
+
+	assert_int_equal(fiber_create(&g, NULL, ret_arg, NULL), 0);
+	assert_int_equal(fiber_detach(g), 0);
+
+	assert_int_equal(fiber_join(NULL, NULL), ESRCH);
+	assert_int_equal(fiber_create(NULL, NULL, ret_arg, NULL), EINVAL);
+	assert_int_equal(fiber_create(&f, NULL, NULL, NULL), EINVAL);
+	assert_int_equal(fiber_attr_setstacksize(&a, 100), EINVAL);
+	assert_int_equal(fiber_attr_setdetachstate(&a, 7), EINVAL);
+	assert_int_equal(fiber_yield(), EPERM); /* not a fiber */
+	assert_null(fiber_self());
+	assert_int_equal(fiber_current_worker(), -1);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+struct yield_log {
+	fiber_mutex_t m;
+	int order[64];
+	int n;
+};
+
+static struct yield_log ylog;
+
+static void *yielder(void *arg)
+{
+	for (int i = 0; i < 3; i++) {
+		fiber_mutex_lock(&ylog.m);
+		ylog.order[ylog.n++] = (int)(long)arg;
+		fiber_mutex_unlock(&ylog.m);
+		fiber_yield();
+	}
+	return NULL;
+}
+
+static void *spawn_yielders(void *arg)
+{
+	fiber_t f[3];
+
+	(void)arg;
+	for (long i = 0; i < 3; i++)
+		if (fiber_create(&f[i], NULL, yielder, (void *)i))
+			return (void *)1;
+	for (int i = 0; i < 3; i++)
+		fiber_join(f[i], NULL);
+	return NULL;
+}
+
+/* On one worker, yield is round robin: A B C A B C A B C. */
+static void test_fiber_yield_round_robin_on_one_worker(void **state)
+{
+	fiber_t f;
+	void *r;
+
+	(void)state;
+	memset(&ylog, 0, sizeof(ylog));
+	assert_int_equal(start(1), 0);
+	assert_int_equal(fiber_create(&f, NULL, spawn_yielders, NULL), 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_null(r);
+	assert_int_equal(ylog.n, 9);
+	for (int i = 0; i < 9; i++)
+		assert_int_equal(ylog.order[i], i % 3);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+static void *where(void *arg)
+{
+	long bad = 0;
+
+	(void)arg;
+	for (int i = 0; i < 100; i++) {
+		bad += fiber_current_worker() != 2;
+		fiber_yield();
+	}
+	return (void *)bad;
+}
+
+static void *move_self(void *arg)
+{
+	cpu_set_t s;
+
+	(void)arg;
+	CPU_ZERO(&s);
+	CPU_SET(1, &s);
+	if (fiber_setaffinity(sizeof(s), &s))
+		return (void *)-1L;
+	return (void *)(long)fiber_current_worker();
+}
+
+static void test_fiber_affinity_is_honoured(void **state)
+{
+	fiber_t f[8];
+	fiber_attr_t a;
+	cpu_set_t s;
+	void *r;
+
+	(void)state;
+	assert_int_equal(start(4), 0);
+	fiber_attr_init(&a);
+	CPU_ZERO(&s);
+	CPU_SET(2, &s);
+	assert_int_equal(fiber_attr_setaffinity(&a, sizeof(s), &s), 0);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(fiber_create(&f[i], &a, where, NULL), 0);
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(fiber_join(f[i], &r), 0);
+		assert_int_equal((long)r, 0);
+	}
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(fiber_create(&f[i], NULL, move_self, NULL), 0);
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(fiber_join(f[i], &r), 0);
+		assert_int_equal((long)r, 1);
+	}
+	CPU_ZERO(&s);
+	CPU_SET(9, &s); /* no such worker */
+	assert_int_equal(fiber_attr_setaffinity(&a, sizeof(s), &s), 0);
+	assert_int_equal(fiber_create(&f[0], &a, where, NULL), EINVAL);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+static int dtor_calls;
+static fiber_key_t key;
+
+static void dtor(void *v)
+{
+	__atomic_add_fetch(&dtor_calls, (int)(long)v, __ATOMIC_RELAXED);
+}
+
+static void *use_key(void *arg)
+{
+	if (fiber_getspecific(key) != NULL)
+		return (void *)1;
+	if (fiber_setspecific(key, arg))
+		return (void *)2;
+	fiber_yield();
+	return fiber_getspecific(key) == arg ? NULL : (void *)3;
+}
+
+static void test_fiber_keys_with_destructors(void **state)
+{
+	fiber_t f[10];
+	void *r;
+
+	(void)state;
+	assert_int_equal(start(2), 0);
+	assert_int_equal(fiber_key_create(&key, dtor), 0);
+	for (long i = 0; i < 10; i++)
+		assert_int_equal(fiber_create(&f[i], NULL, use_key,
+					      (void *)(i + 1)),
+				 0);
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(fiber_join(f[i], &r), 0);
+		assert_null(r);
+	}
+	assert_int_equal(dtor_calls, 55);
+	assert_int_equal(fiber_setspecific(key, NULL), EPERM);
+	assert_int_equal(fiber_key_delete(key), 0);
+	assert_int_equal(fiber_key_delete(key), EINVAL);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+static void *spin_a_bit(void *arg)
+{
+	fiber_yield();
+	return arg;
+}
+
+static void *pthread_joins_fiber(void *arg)
+{
+	fiber_t f;
+	void *r = NULL;
+
+	(void)arg;
+	if (fiber_create(&f, NULL, spin_a_bit, (void *)99))
+		return NULL;
+	if (fiber_join(f, &r))
+		return NULL;
+	return r;
+}
+
+static void test_fiber_pthread_creates_and_joins(void **state)
+{
+	pthread_t t[4];
+	void *r;
+
+	(void)state;
+	assert_int_equal(start(2), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(
+			pthread_create(&t[i], NULL, pthread_joins_fiber, NULL),
+			0);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(pthread_join(t[i], &r), 0);
+		assert_ptr_equal(r, (void *)99);
+	}
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+static long rss_kib(void)
+{
+	long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+			rss = 0;
+		fclose(f);
+	}
+	return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void *creator(void *arg)
+{
+	long n = (long)arg, sum = 0;
+
+	for (long i = 0; i < n; i += 100) {
+		fiber_t f[100];
+		void *r;
+
+		for (long j = 0; j < 100; j++)
+			if (fiber_create(&f[j], NULL, ret_arg, (void *)1))
+				return (void *)-1L;
+		for (long j = 0; j < 100; j++) {
+			fiber_join(f[j], &r);
+			sum += (long)r;
+		}
+	}
+	return (void *)sum;
+}
+
+/* 1,000,000 fibers created and joined; memory stays bounded (caches). */
+static void test_fiber_million_create_join_bounded_memory(void **state)
+{
+	fiber_t c[2];
+	long before, after;
+	void *r;
+
+	(void)state;
+	assert_int_equal(start(2), 0);
+	assert_int_equal(fiber_create(&c[0], NULL, creator, (void *)20000L),
+			 0);
+	assert_int_equal(fiber_join(c[0], &r), 0);
+	before = rss_kib();
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(fiber_create(&c[i], NULL, creator,
+					      (void *)490000L),
+				 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(fiber_join(c[i], &r), 0);
+		assert_int_equal((long)r, 490000);
+	}
+	after = rss_kib();
+	/* Caches are bounded.  A leak of the 980,000 fibers would cost at
+	 * least one touched stack page each (> 3.8 GiB); 512 MiB leaves room
+	 * for the sanitizers' quarantine. */
+	if (after - before > 512 * 1024)
+		fail_msg("RSS grew from %ld to %ld KiB", before, after);
+	assert_true(fiber_stats_counter("creates") >= 1000000);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fiber_create_join_returns_value),
+		cmocka_unit_test(test_fiber_exit_and_join_errors),
+		cmocka_unit_test(test_fiber_yield_round_robin_on_one_worker),
+		cmocka_unit_test(test_fiber_affinity_is_honoured),
+		cmocka_unit_test(test_fiber_keys_with_destructors),
+		cmocka_unit_test(test_fiber_pthread_creates_and_joins),
+		cmocka_unit_test(test_fiber_million_create_join_bounded_memory),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
