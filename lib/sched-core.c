@@ -28,7 +28,7 @@
  *      must put it on some run queue.  Nobody else can: the state is no
  *      longer PARKED.
  * 3. on_worker.  A worker sets f->on_worker = 1 before it switches to f and
- *    clears it with a release store in finish_switch(), once it runs on
+ *    clears it with a release store in fb_sched_finish_switch(), once it runs on
  *    another stack.  The waker that owns a PARKED fiber reads on_worker with
  *    acquire (its CAS on state, acq_rel, orders it after the fiber's store
  *    of 1).  While it is 1 the fiber's registers are not yet saved, so the
@@ -65,25 +65,11 @@
 #include "sched.h"
 #include "topo.h"
 
-struct fb_runtime {
-	int nr_workers;
-	struct fb_worker **workers;
-	struct fb_pworker **pws;
-	struct fb_place_view view;
-	struct fb_topo *topo;
-	struct fb_env env;
-	uint64_t poll_ns;
-	atomic_int nr_idle;	/* workers POLLING or SLEEPING */
-	_Atomic long nr_live;	/* fibers created and not yet reaped */
-	atomic_bool stopping;
-	struct fb_counters foreign; /* foreign threads' counters (atomic adds) */
-};
 
-static struct fb_runtime *rt;
+struct fb_runtime *fb_rt;
 void (*fb_test_switch_hook)(void);
-static atomic_bool rt_up;
-static pthread_mutex_t rt_mutex = PTHREAD_MUTEX_INITIALIZER;
-static __thread struct fb_worker *this_worker;
+atomic_bool fb_rt_up;
+__thread struct fb_worker *fb_this_worker_tls;
 
 /*
  * fb_worker_self - the calling thread's worker.  A fiber may resume on
@@ -93,7 +79,7 @@ static __thread struct fb_worker *this_worker;
  */
 fb_noinline struct fb_worker *fb_worker_self(void)
 {
-	return *(struct fb_worker *volatile *)&this_worker;
+	return *(struct fb_worker *volatile *)&fb_this_worker_tls;
 }
 
 struct fb_fiber *fb_current(void)
@@ -105,7 +91,7 @@ struct fb_fiber *fb_current(void)
 
 void fb_count_foreign(size_t offset)
 {
-	struct fb_runtime *r = rt;
+	struct fb_runtime *r = fb_rt;
 
 	if (r)
 		atomic_fetch_add_explicit(
@@ -115,22 +101,22 @@ void fb_count_foreign(size_t offset)
 
 int fb_runtime_nr_workers(void)
 {
-	return fb_load_acquire(&rt_up) ? rt->nr_workers : 0;
+	return fb_load_acquire(&fb_rt_up) ? fb_rt->nr_workers : 0;
 }
 
 size_t fb_runtime_stack_size(void)
 {
-	return rt ? rt->env.stack_size : FB_STACK_DEFAULT;
+	return fb_rt ? fb_rt->env.stack_size : FB_STACK_DEFAULT;
 }
 
 int fb_runtime_worker_node(int worker)
 {
-	return rt->workers[worker]->node;
+	return fb_rt->workers[worker]->node;
 }
 
 struct fb_worker *fb_runtime_worker(int i)
 {
-	return rt && i >= 0 && i < rt->nr_workers ? rt->workers[i] : NULL;
+	return fb_rt && i >= 0 && i < fb_rt->nr_workers ? fb_rt->workers[i] : NULL;
 }
 
 /* ---- waking workers ---------------------------------------------------- */
@@ -140,7 +126,7 @@ struct fb_worker *fb_runtime_worker(int i)
  * Context: any thread, any lock; must follow the seq_cst publication of the
  * work (rule 4 above).
  */
-static void wake_worker(struct fb_worker *t, struct fb_worker *this)
+void fb_sched_wake_worker(struct fb_worker *t, struct fb_worker *this)
 {
 	unsigned int s = fb_load_seqcst(&t->pw.state);
 
@@ -166,10 +152,10 @@ static void wake_worker(struct fb_worker *t, struct fb_worker *this)
  */
 static fb_noinline void kick_idle(struct fb_worker *t, struct fb_worker *this)
 {
-	int n = rt->nr_workers;
+	int n = fb_rt->nr_workers;
 
 	for (int k = 1; k < n; k++) {
-		struct fb_worker *i = rt->workers[(t->id + k) % n];
+		struct fb_worker *i = fb_rt->workers[(t->id + k) % n];
 		unsigned int s = fb_load_relaxed(&i->pw.state);
 
 		if ((s & FB_WS_MASK) == FB_WS_RUNNING ||
@@ -177,19 +163,13 @@ static fb_noinline void kick_idle(struct fb_worker *t, struct fb_worker *this)
 			continue;
 		if (fb_load_relaxed(&i->pw.nr_running))
 			continue;
-		wake_worker(i, this);
+		fb_sched_wake_worker(i, this);
 		FB_COUNT(this, kicks);
 		return;
 	}
 }
 
 /* ---- run queues and wakelists ------------------------------------------ */
-
-static inline void nr_running_add_local(struct fb_worker *w, int d)
-{
-	fb_store_relaxed(&w->pw.nr_running,
-			 fb_load_relaxed(&w->pw.nr_running) + d);
-}
 
 /* push - hand @f to @t through its wakelist (heuristics.md section 3). */
 static void push(struct fb_fiber *f, struct fb_worker *t,
@@ -203,7 +183,7 @@ static void push(struct fb_fiber *f, struct fb_worker *t,
 	} while (!fb_cas_seqcst(&t->wakelist, &old, f));
 	FB_COUNT(this, wakelist_pushes);
 	if (!old)
-		wake_worker(t, this);
+		fb_sched_wake_worker(t, this);
 }
 
 /*
@@ -212,7 +192,7 @@ static void push(struct fb_fiber *f, struct fb_worker *t,
  * the lock, so no waker sees @w idle while handoffs are in flight.
  * Context: owner worker, rq_lock not held.
  */
-static fb_noinline void drain_wakelist(struct fb_worker *w)
+fb_noinline void fb_sched_drain_wakelist(struct fb_worker *w)
 {
 	struct fb_fiber *f = fb_xchg_seqcst(&w->wakelist, NULL), *rev = NULL;
 	int n = 0;
@@ -231,7 +211,7 @@ static fb_noinline void drain_wakelist(struct fb_worker *w)
 		fb_list_add_tail(&f->rq_node, &w->rq);
 		n++;
 	}
-	nr_running_add_local(w, n);
+	fb_nr_running_add_local(w, n);
 	fb_store_release(&w->pw.ttwu_pending, 0);
 	fb_spin_unlock(&w->rq_lock);
 	FB_COUNT(w, wakelist_drains);
@@ -260,18 +240,18 @@ static void enqueue(struct fb_fiber *f, struct fb_worker *t,
 		FB_COUNT(this, local_enqueues);
 	} else {
 		FB_COUNT(this, direct_enqueues);
-		wake_worker(t, this);
+		fb_sched_wake_worker(t, this);
 	}
-	if (fb_unlikely(nr >= 3) && fb_load_relaxed(&rt->nr_idle) > 0)
+	if (fb_unlikely(nr >= 3) && fb_load_relaxed(&fb_rt->nr_idle) > 0)
 		kick_idle(t, this);
 }
 
 /* deliver - hand RUNNABLE @f to worker @t by the path H2 chooses. */
 static void deliver(struct fb_fiber *f, int t, struct fb_worker *this)
 {
-	struct fb_worker *tw = rt->workers[t];
+	struct fb_worker *tw = fb_rt->workers[t];
 
-	if (fb_place_use_wakelist(&rt->view, &f->pf, t, this ? this->id : -1))
+	if (fb_place_use_wakelist(&fb_rt->view, &f->pf, t, this ? this->id : -1))
 		push(f, tw, this);
 	else
 		enqueue(f, tw, this);
@@ -300,9 +280,9 @@ bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
 	FB_COUNT(this, wakeups);
 	if (fb_load_acquire(&f->on_worker)) {
 		t = f->pf.prev;
-		if (fb_place_use_wakelist(&rt->view, &f->pf, t,
+		if (fb_place_use_wakelist(&fb_rt->view, &f->pf, t,
 					  this ? this->id : -1)) {
-			push(f, rt->workers[t], this);
+			push(f, fb_rt->workers[t], this);
 			return true;
 		}
 		FB_COUNT(this, on_worker_waits);
@@ -312,7 +292,7 @@ bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
 			else
 				sched_yield();
 	}
-	t = fb_place_select_wake(&rt->view, &f->pf, this ? this->id : -1,
+	t = fb_place_select_wake(&fb_rt->view, &f->pf, this ? this->id : -1,
 				 flags);
 	deliver(f, t, this);
 	return true;
@@ -367,10 +347,10 @@ static fb_noinline void migrate_finish(struct fb_worker *w,
 				       struct fb_fiber *f)
 {
 	w->migrating = false;
-	deliver(f, fb_place_select_wake(&rt->view, &f->pf, -1, 0), w);
+	deliver(f, fb_place_select_wake(&fb_rt->view, &f->pf, -1, 0), w);
 }
 
-static inline void finish_switch(struct fb_worker *w)
+void fb_sched_finish_switch(struct fb_worker *w)
 {
 	struct fb_fiber *prev = w->prev_switch;
 
@@ -397,8 +377,8 @@ static inline void ctx_switch(void **save, void *load, const void *bottom,
 	fb_san_finish_switch(fake);
 }
 
-static inline void switch_to(struct fb_worker *w, struct fb_fiber *prev,
-			     struct fb_fiber *next)
+void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
+			struct fb_fiber *next)
 {
 	fb_store_relaxed(&next->state, FB_FIBER_RUNNING);
 	fb_store_relaxed(&next->on_worker, 1);
@@ -425,12 +405,12 @@ static void schedule(struct fb_worker *w, struct fb_fiber *prev,
 	struct fb_fiber *next = NULL;
 
 	if (fb_load_relaxed(&w->wakelist))
-		drain_wakelist(w);
+		fb_sched_drain_wakelist(w);
 	fb_spin_lock(&w->rq_lock);
 	if (mode == SCHED_YIELD)
 		fb_list_add_tail(&prev->rq_node, &w->rq);
 	else
-		nr_running_add_local(w, -1);
+		fb_nr_running_add_local(w, -1);
 	n = fb_list_pop(&w->rq);
 	fb_spin_unlock(&w->rq_lock);
 	if (n)
@@ -443,7 +423,7 @@ static void schedule(struct fb_worker *w, struct fb_fiber *prev,
 	if (fb_unlikely(fb_test_switch_hook != NULL))
 		fb_test_switch_hook();
 	if (next) {
-		switch_to(w, prev, next);
+		fb_sched_switch_to(w, prev, next);
 	} else {
 		w->curr = NULL;
 		w->prev_switch = prev;
@@ -451,7 +431,7 @@ static void schedule(struct fb_worker *w, struct fb_fiber *prev,
 			   w->idle_stack_size, mode == SCHED_EXIT);
 	}
 	/* Resumed, perhaps on another worker. */
-	finish_switch(fb_worker_self());
+	fb_sched_finish_switch(fb_worker_self());
 }
 
 void fb_fiber_park(void)
@@ -508,7 +488,7 @@ void fb_fiber_main(void)
 	struct fb_fiber *f;
 
 	fb_san_finish_switch(NULL);
-	finish_switch(w);
+	fb_sched_finish_switch(w);
 	f = w->curr;
 	f->retval = f->fn(f->arg);
 	fiber_exit(f->retval);
@@ -521,373 +501,16 @@ int fb_sched_select_create(struct fb_fiber *f)
 {
 	struct fb_worker *this = fb_worker_self();
 
-	return fb_place_select_create(&rt->view, &f->pf, this ? this->id : -1);
+	return fb_place_select_create(&fb_rt->view, &f->pf, this ? this->id : -1);
 }
 
 void fb_sched_enqueue_new(struct fb_fiber *f, int t)
 {
 	struct fb_worker *this = fb_worker_self();
 
-	fb_add_relaxed(&rt->nr_live, 1);
+	fb_add_relaxed(&fb_rt->nr_live, 1);
 	FB_COUNT(this, creates);
 	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
 	deliver(f, t, this);
 }
 
-/* ---- the idle loop ------------------------------------------------------- */
-
-/* steal - take one queued fiber from the busiest worker. */
-static struct fb_fiber *steal(struct fb_worker *w)
-{
-	struct fb_worker *v;
-	struct fb_fiber *got = NULL;
-	struct fb_list *n;
-	int vid = fb_place_pick_victim(&rt->view, w->id);
-
-	if (vid < 0)
-		return NULL;
-	v = rt->workers[vid];
-	if (!fb_spin_trylock(&v->rq_lock))
-		return NULL;
-	fb_list_for_each(n, &v->rq)
-	{
-		struct fb_fiber *f = fb_list_entry(n, struct fb_fiber, rq_node);
-
-		if (!fb_load_acquire(&f->on_worker) &&
-		    fb_pfiber_allows(&f->pf, w->id)) {
-			fb_list_del(n);
-			atomic_fetch_sub(&v->pw.nr_running, 1);
-			got = f;
-			break;
-		}
-	}
-	fb_spin_unlock(&v->rq_lock);
-	if (got) {
-		fb_spin_lock(&w->rq_lock);
-		nr_running_add_local(w, 1);
-		fb_spin_unlock(&w->rq_lock);
-		FB_COUNT(w, steals);
-	}
-	return got;
-}
-
-static struct fb_fiber *pick_idle(struct fb_worker *w)
-{
-	struct fb_list *n;
-
-	if (fb_load_relaxed(&w->wakelist))
-		drain_wakelist(w);
-	if (!fb_load_relaxed(&w->pw.nr_running))
-		return NULL;
-	fb_spin_lock(&w->rq_lock);
-	n = fb_list_pop(&w->rq);
-	fb_spin_unlock(&w->rq_lock);
-	return n ? fb_list_entry(n, struct fb_fiber, rq_node) : NULL;
-}
-
-static inline bool has_work(struct fb_worker *w)
-{
-	return fb_load_seqcst(&w->wakelist) ||
-	       fb_load_seqcst(&w->pw.nr_running) > 0;
-}
-
-static bool quit(struct fb_worker *w)
-{
-	return fb_load_acquire(&rt->stopping) && !has_work(w);
-}
-
-/*
- * idle_wait - nothing to run: poll, then sleep, until work may be there.
- * Returns with the state RUNNING.
- */
-static void idle_wait(struct fb_worker *w)
-{
-	uint64_t deadline;
-	unsigned int s = FB_WS_POLLING, spins = 0;
-
-	fb_add(&rt->nr_idle, 1);
-	w->pw.idle_stamp = fb_now_ns();
-	fb_store_seqcst(&w->pw.state, FB_WS_POLLING);
-	deadline = w->pw.idle_stamp + rt->poll_ns;
-	while (!has_work(w) &&
-	       !(fb_load_relaxed(&w->pw.state) & FB_WS_NEED_RESCHED) &&
-	       !fb_load_relaxed(&rt->stopping)) {
-		if ((++spins & 63) == 0) {
-			if (fb_place_pick_victim(&rt->view, w->id) >= 0)
-				break;
-			if (fb_now_ns() >= deadline)
-				goto sleep;
-		}
-		fb_cpu_relax();
-	}
-	FB_COUNT(w, idle_polls_found);
-	goto out;
-sleep:
-	if (fb_cas_seqcst(&w->pw.state, &s, FB_WS_SLEEPING)) {
-		if (!has_work(w) && !fb_load_seqcst(&rt->stopping)) {
-			FB_COUNT(w, sleeps);
-			do {
-				fb_futex_wait(&w->pw.state, FB_WS_SLEEPING,
-					      NULL);
-			} while (fb_load_acquire(&w->pw.state) ==
-				 FB_WS_SLEEPING);
-		}
-	}
-out:
-	fb_store_seqcst(&w->pw.state, FB_WS_RUNNING);
-	fb_sub(&rt->nr_idle, 1);
-}
-
-/* The idle loop runs on the thread's own stack; the sanitizers need its
- * bounds. */
-static void thread_stack(struct fb_worker *w)
-{
-	pthread_attr_t a;
-
-	if (pthread_getattr_np(pthread_self(), &a))
-		return;
-	pthread_attr_getstack(&a, &w->idle_stack, &w->idle_stack_size);
-	pthread_attr_destroy(&a);
-}
-
-static void *worker_main(void *arg)
-{
-	struct fb_worker *w = arg;
-	struct fb_fiber *next;
-
-	this_worker = w;
-	thread_stack(w);
-	if (rt->env.bind)
-		fb_topo_bind_self(rt->topo, w->id);
-	for (;;) {
-		finish_switch(w);
-		next = pick_idle(w);
-		if (!next)
-			next = steal(w);
-		if (next) {
-			switch_to(w, NULL, next);
-			continue;
-		}
-		if (quit(w))
-			break;
-		idle_wait(w);
-	}
-	this_worker = NULL;
-	return NULL;
-}
-
-/* ---- start and stop ------------------------------------------------------ */
-
-static struct fb_worker *worker_new(int id, int node)
-{
-	struct fb_worker *w = fb_aligned_alloc(FB_CACHELINE, sizeof(*w));
-
-	if (!w)
-		return NULL;
-	memset(w, 0, sizeof(*w));
-	w->id = id;
-	w->pw.id = id;
-	w->node = node;
-	fb_list_init(&w->rq);
-	w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(id + 1);
-	return w;
-}
-
-static void runtime_free(struct fb_runtime *r)
-{
-	for (int i = 0; r->workers && i < r->nr_workers; i++) {
-		struct fb_worker *w = r->workers[i];
-
-		if (!w)
-			continue;
-		fb_stack_cache_drain(&w->stacks);
-		while (w->free_fibers) {
-			struct fb_fiber *f = w->free_fibers;
-
-			w->free_fibers = fb_load_relaxed(&f->wl_next);
-			fb_free(f);
-		}
-		fb_free(w);
-	}
-	fb_stack_pool_drain();
-	fb_free(r->workers);
-	fb_free(r->pws);
-	fb_topo_close(r->topo);
-	fb_env_free(&r->env);
-	fb_free(r);
-}
-
-static int runtime_new(const struct fiber_config *config,
-		       struct fb_runtime **out)
-{
-	struct fb_runtime *r = fb_calloc(1, sizeof(*r));
-	char err[1024];
-	int rc;
-
-	if (!r)
-		return ENOMEM;
-	rc = fb_env_load(&r->env, config);
-	if (rc)
-		goto fail;
-	rc = fb_topo_open(&r->topo, r->env.topology, err, sizeof(err));
-	if (rc) {
-		if (rc == EINVAL)
-			fprintf(stderr, "libfiber: %s\n", err);
-		goto fail;
-	}
-	if (r->env.bind < 0)
-		r->env.bind = 1; /* synthetic: round-robin on the real PUs */
-	r->nr_workers = r->env.workers ? r->env.workers
-				       : fb_topo_nr_pus(r->topo);
-	r->poll_ns = (uint64_t)r->env.idle_poll_us * 1000;
-	r->workers = fb_calloc((size_t)r->nr_workers, sizeof(*r->workers));
-	r->pws = fb_calloc((size_t)r->nr_workers, sizeof(*r->pws));
-	rc = ENOMEM;
-	if (!r->workers || !r->pws)
-		goto fail;
-	for (int i = 0; i < r->nr_workers; i++) {
-		r->workers[i] = worker_new(i, fb_topo_worker_node(r->topo, i));
-		if (!r->workers[i])
-			goto fail;
-		r->pws[i] = &r->workers[i]->pw;
-	}
-	r->view.nr_workers = r->nr_workers;
-	r->view.w = r->pws;
-	*out = r;
-	return 0;
-fail:
-	runtime_free(r);
-	return rc;
-}
-
-static void stop_workers(int started)
-{
-	fb_store_seqcst(&rt->stopping, true);
-	for (int i = 0; i < started; i++)
-		wake_worker(rt->workers[i], NULL);
-	for (int i = 0; i < started; i++)
-		pthread_join(rt->workers[i]->thread, NULL);
-}
-
-int fiber_init(const struct fiber_config *config)
-{
-	struct fb_runtime *r;
-	int rc, i;
-
-	pthread_mutex_lock(&rt_mutex);
-	rc = EBUSY;
-	if (fb_load_acquire(&rt_up))
-		goto out;
-	rc = runtime_new(config, &r);
-	if (rc)
-		goto out;
-	rt = r;
-	fb_store_seqcst(&fb_features_mask, r->env.features);
-	for (i = 0; i < r->nr_workers; i++) {
-		rc = pthread_create(&r->workers[i]->thread, NULL, worker_main,
-				    r->workers[i]);
-		if (rc)
-			break;
-	}
-	if (rc) {
-		stop_workers(i);
-		runtime_free(r);
-		rt = NULL;
-		rc = EAGAIN;
-		goto out;
-	}
-	fb_store_release(&rt_up, true);
-out:
-	pthread_mutex_unlock(&rt_mutex);
-	return rc;
-}
-
-int fb_runtime_get(void)
-{
-	int rc;
-
-	if (fb_likely(fb_load_acquire(&rt_up)))
-		return 0;
-	rc = fiber_init(NULL);
-	return rc == EBUSY ? 0 : rc;
-}
-
-/* all_quiet - every worker idle with nothing queued or handed off. */
-static bool all_quiet(void)
-{
-	for (int i = 0; i < rt->nr_workers; i++) {
-		struct fb_worker *w = rt->workers[i];
-
-		if ((fb_load_seqcst(&w->pw.state) & FB_WS_MASK) !=
-			    FB_WS_SLEEPING ||
-		    has_work(w))
-			return false;
-	}
-	return true;
-}
-
-void fb_stats_dump_at_exit(void);
-
-int fiber_shutdown(void)
-{
-	int quiet = 0;
-
-	if (fb_worker_self())
-		return EPERM;
-	pthread_mutex_lock(&rt_mutex);
-	if (!fb_load_acquire(&rt_up)) {
-		pthread_mutex_unlock(&rt_mutex);
-		return ESRCH;
-	}
-	/* Let runnable fibers finish.  Fibers blocked for good (all workers
-	 * asleep, twice in a row) are left behind and reported. */
-	while (fb_load_acquire(&rt->nr_live) > 0 && quiet < 2) {
-		quiet = all_quiet() ? quiet + 1 : 0;
-		usleep(quiet ? 20000 : 1000);
-	}
-	if (fb_load_acquire(&rt->nr_live) > 0)
-		fprintf(stderr,
-			"libfiber: fiber_shutdown: %ld fibers still blocked "
-			"are abandoned\n",
-			fb_load_acquire(&rt->nr_live));
-	stop_workers(rt->nr_workers);
-	if (rt->env.stats != FB_STATS_OFF)
-		fiber_stats_print(2, rt->env.stats == FB_STATS_JSON);
-	fb_store_release(&rt_up, false);
-	runtime_free(rt);
-	rt = NULL;
-	fb_store_seqcst(&fb_features_mask, fb_features_default());
-	pthread_mutex_unlock(&rt_mutex);
-	return 0;
-}
-
-void fb_sched_fiber_reaped(void)
-{
-	fb_sub(&rt->nr_live, 1);
-}
-
-void fb_sched_features_changed(uint64_t old, uint64_t mask)
-{
-	(void)old;
-	(void)mask;
-}
-
-/* Accessors for stats.c. */
-const struct fb_counters *fb_sched_counters(int worker)
-{
-	if (worker < 0)
-		return &rt->foreign;
-	return &rt->workers[worker]->cnt;
-}
-
-int fiber_current_worker(void)
-{
-	struct fb_worker *w = fb_worker_self();
-
-	return w ? w->id : -1;
-}
-
-int fiber_nr_workers(void)
-{
-	return fb_runtime_nr_workers();
-}

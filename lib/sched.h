@@ -17,7 +17,9 @@
 #include "common.h"
 #include "list.h"
 #include "place.h"
+#include "env.h"
 #include "stack.h"
+#include "topo.h"
 
 struct fb_worker;
 struct fb_waiter;
@@ -192,6 +194,52 @@ int fb_runtime_nr_workers(void);
 size_t fb_runtime_stack_size(void);
 int fb_runtime_worker_node(int worker);
 struct fb_worker *fb_runtime_worker(int i);
+
+/* ---- scheduler internals, shared by sched-core/idle/init.c ---- */
+
+/* The running runtime (one per process). */
+struct fb_runtime {
+	int nr_workers;
+	struct fb_worker **workers;
+	struct fb_pworker **pws;
+	struct fb_place_view view;
+	struct fb_topo *topo;
+	struct fb_env env;
+	uint64_t poll_ns;
+	atomic_int nr_idle;	/* workers POLLING or SLEEPING */
+	_Atomic long nr_live;	/* fibers created and not yet reaped */
+	atomic_bool stopping;
+	struct fb_counters foreign; /* foreign threads' counters (atomic adds) */
+};
+
+extern struct fb_runtime *fb_rt;
+extern atomic_bool fb_rt_up;
+extern __thread struct fb_worker *fb_this_worker_tls;
+
+/* Make sure worker @t notices new work (the IPI replacement).  Context:
+ * any thread; after the seq_cst publication of the work. */
+void fb_sched_wake_worker(struct fb_worker *t, struct fb_worker *this);
+/* Move fibers handed to @w onto its run queue.  Context: owner worker. */
+void fb_sched_drain_wakelist(struct fb_worker *w);
+/* First thing after every switch, on the new stack. */
+void fb_sched_finish_switch(struct fb_worker *w);
+/* Switch from @prev (NULL: the idle loop) to RUNNABLE @next. */
+void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
+			struct fb_fiber *next);
+/* Entry point of a worker thread (sched-idle.c). */
+void *fb_worker_main(void *arg);
+
+static inline bool fb_worker_has_work(struct fb_worker *w)
+{
+	return fb_load_seqcst(&w->wakelist) ||
+	       fb_load_seqcst(&w->pw.nr_running) > 0;
+}
+
+static inline void fb_nr_running_add_local(struct fb_worker *w, int d)
+{
+	fb_store_relaxed(&w->pw.nr_running,
+			 fb_load_relaxed(&w->pw.nr_running) + d);
+}
 
 /* Test hook: called in the window between a fiber giving up its worker and
  * the switch that leaves its stack; tests widen that window with it. */

@@ -30,15 +30,15 @@
 #include <string.h>
 
 struct fb_chan {
-	struct fb_spinlock lock;   /* guards everything but the constants */
-	bool closed;		   /* @lock */
-	size_t elem_size;	   /* bytes per element; constant */
-	size_t capacity;	   /* ring slots, 0 = synchronous; constant */
-	size_t head;		   /* slot of the oldest element; @lock */
-	size_t count;		   /* elements in the ring; @lock */
-	struct fb_list senders;	   /* w.data = const element; @lock */
-	struct fb_list receivers;  /* w.data = buffer; @lock */
-	unsigned char ring[];	   /* capacity * elem_size bytes */
+	struct fb_spinlock lock;  /* guards everything but the constants */
+	bool closed;		  /* @lock */
+	size_t elem_size;	  /* bytes per element; constant */
+	size_t capacity;	  /* ring slots, 0 = synchronous; constant */
+	size_t head;		  /* slot of the oldest element; @lock */
+	size_t count;		  /* elements in the ring; @lock */
+	struct fb_list senders;	  /* w.data = const element; @lock */
+	struct fb_list receivers; /* w.data = buffer; @lock */
+	unsigned char ring[];	  /* capacity * elem_size bytes */
 };
 
 /* Where slot @i of the ring starts. */

@@ -115,10 +115,9 @@ int fiber_mutex_trylock(fiber_mutex_t *mutex)
 
 	if (!mutex)
 		return EINVAL;
-	if (!atomic_compare_exchange_strong_explicit(&m->state, &old,
-						     FB_MUTEX_LOCKED,
-						     memory_order_acquire,
-						     memory_order_relaxed))
+	if (!atomic_compare_exchange_strong_explicit(
+		    &m->state, &old, FB_MUTEX_LOCKED, memory_order_acquire,
+		    memory_order_relaxed))
 		return EBUSY;
 	fb_store_relaxed(&m->owner, fb_sync_self());
 	return 0;

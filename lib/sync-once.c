@@ -21,8 +21,9 @@ enum {
 };
 
 struct fb_once {
-	atomic_uint state;	 /* FB_ONCE_*; changed under @lock, DONE
-				    stored with release, read with acquire */
+	/* FB_ONCE_*; changed under @lock; DONE is stored with release and
+	 * read with acquire. */
+	atomic_uint state;
 	struct fb_spinlock lock; /* guards the state changes and waiters */
 	struct fb_list waiters;	 /* callers waiting for DONE; @lock */
 };

@@ -62,8 +62,7 @@ struct read_req {
 
 /* Copy up to @len bytes from @src to the tail of the ring; returns how
  * many fitted.  @p->lock held. */
-static size_t ring_put(struct fb_pipe *p, const unsigned char *src,
-		       size_t len)
+static size_t ring_put(struct fb_pipe *p, const unsigned char *src, size_t len)
 {
 	size_t n = FB_MIN(len, p->capacity - p->count);
 	size_t tail = (p->head + p->count) % p->capacity;

@@ -24,11 +24,11 @@
 struct fb_rwlock {
 	struct fb_spinlock lock; /* guards everything below */
 	unsigned int readers;	 /* readers inside; @lock */
-	uintptr_t writer;	 /* fb_sync_self() of the writer inside, or
-				    0; @lock */
-	struct fb_list rd_waiters; /* queued readers; @lock */
-	struct fb_list wr_waiters; /* queued writers, w.data = identity;
-				      @lock */
+	/* fb_sync_self() of the writer inside, or 0; @lock */
+	uintptr_t writer;
+	/* Queued readers; queued writers, w.data = identity; @lock */
+	struct fb_list rd_waiters;
+	struct fb_list wr_waiters;
 };
 
 FB_SYNC_CHECK(fb_rwlock, fiber_rwlock_t);
@@ -195,7 +195,7 @@ static void wake_readers(struct fb_rwlock *rw, struct fb_list *woken)
 	struct fb_list *n;
 
 	fb_waitq_take_all(&rw->rd_waiters, woken);
-	fb_list_for_each(n, woken)
+	fb_list_for_each (n, woken)
 		rw->readers++;
 }
 

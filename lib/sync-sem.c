@@ -12,9 +12,9 @@
 
 struct fb_sem {
 	struct fb_spinlock lock; /* guards value and waiters */
-	atomic_uint value;	 /* units; written under @lock, read
-				    relaxed by the lock-free peeks */
-	struct fb_list waiters;	 /* struct fb_waiter.node; @lock */
+	/* Units; written under @lock, read relaxed by the peeks. */
+	atomic_uint value;
+	struct fb_list waiters; /* struct fb_waiter.node; @lock */
 };
 
 FB_SYNC_CHECK(fb_sem, fiber_sem_t);

@@ -114,12 +114,13 @@ enum {
 };
 
 struct fb_mutex {
-	atomic_uint state;	  /* FB_MUTEX_*; acquire to take, release
-				     to free */
-	struct fb_spinlock lock;  /* orders the slow paths; guards waiters */
-	struct fb_list waiters;	  /* struct fb_waiter.node; @lock */
-	_Atomic uintptr_t owner;  /* fb_sync_self() of the holder, 0 when
-				     free; written by the holder, relaxed */
+	/* FB_MUTEX_*; acquire to take, release to free. */
+	atomic_uint state;
+	struct fb_spinlock lock; /* orders the slow paths; guards waiters */
+	struct fb_list waiters;	 /* struct fb_waiter.node; @lock */
+	/* fb_sync_self() of the holder, 0 when free; written by the holder
+	 * only, relaxed. */
+	_Atomic uintptr_t owner;
 };
 
 FB_SYNC_CHECK(fb_mutex, fiber_mutex_t);

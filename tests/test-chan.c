@@ -59,8 +59,9 @@ static fiber_t *spawn(unsigned int n, void *(*fn)(void *))
 	assert_int_equal(fiber_attr_init(&attr), 0);
 	assert_int_equal(fiber_attr_setstacksize(&attr, TEST_STACK), 0);
 	for (unsigned int i = 0; i < n; i++)
-		assert_int_equal(
-			fiber_create(&f[i], &attr, fn, (void *)(uintptr_t)i), 0);
+		assert_int_equal(fiber_create(&f[i], &attr, fn,
+					      (void *)(uintptr_t)i),
+				 0);
 	fiber_attr_destroy(&attr);
 	return f;
 }
@@ -88,7 +89,7 @@ static uint64_t check_of(uint64_t seq)
 static fiber_chan_t *chan;
 static atomic_int errors;
 
-/* ---- basics --------------------------------------------------------------- */
+/* ---- basics ---- */
 
 static void test_chan_rejects_bad_arguments(void **state)
 {
@@ -145,7 +146,7 @@ static void test_chan_try_variants_respect_capacity(void **state)
 	assert_int_equal(fiber_chan_destroy(c), 0);
 }
 
-/* ---- FIFO ------------------------------------------------------------------ */
+/* ---- FIFO ---- */
 
 #define FIFO_MSGS 20000
 
@@ -194,9 +195,9 @@ static void test_chan_fifo_order_at_each_capacity(void **state)
 	(void)state;
 	for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
 		runtime_start(k % 2 ? 2 : 1);
-		assert_int_equal(
-			fiber_chan_create(&chan, sizeof(struct msg), caps[k]),
-			0);
+		assert_int_equal(fiber_chan_create(&chan, sizeof(struct msg),
+						   caps[k]),
+				 0);
 		c = spawn(1, fifo_consumer);
 		p = spawn(1, fifo_producer);
 		join_all(p, 1);
@@ -207,7 +208,7 @@ static void test_chan_fifo_order_at_each_capacity(void **state)
 	}
 }
 
-/* ---- close ----------------------------------------------------------------- */
+/* ---- close ---- */
 
 static void test_chan_close_drains_then_epipe(void **state)
 {
@@ -320,7 +321,7 @@ static void test_chan_close_wakes_blocked_senders(void **state)
 	runtime_stop();
 }
 
-/* ---- many producers, many consumers ----------------------------------------- */
+/* ---- many producers, many consumers ---- */
 
 #define PRODUCERS 4
 #define CONSUMERS 3
@@ -404,7 +405,7 @@ static void test_chan_mpmc_sums_match_synchronous(void **state)
 	run_mpmc(2, 0);
 }
 
-/* ---- foreign threads -------------------------------------------------------- */
+/* ---- foreign threads ---- */
 
 #define FOREIGN_MSGS 20000
 

@@ -68,7 +68,7 @@ static void join(fiber_t f)
 
 static fiber_pipe_t *pipe_;
 
-/* ---- the stream ------------------------------------------------------------- */
+/* ---- the stream ---- */
 
 /* xorshift64 (Marsaglia), fixed seeds: the run is reproducible. */
 static uint64_t xorshift64(uint64_t *s)
@@ -117,7 +117,7 @@ static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
 #define CHUNK_MAX 65536
 
 struct stream {
-	uint64_t total;	      /* bytes to send */
+	uint64_t total; /* bytes to send */
 	uint64_t sent, received;
 	uint64_t sum_sent, sum_received;
 	int write_err, read_err, close_err;
@@ -205,7 +205,7 @@ static void test_pipe_odd_capacity_wraps_correctly(void **state)
 	run_stream(3, 1, 256 << 10);
 }
 
-/* ---- EOF, partial reads, errors -------------------------------------------- */
+/* ---- EOF, partial reads, errors ---- */
 
 static void test_pipe_partial_reads_then_eof(void **state)
 {
@@ -292,7 +292,7 @@ static void test_pipe_default_capacity_is_64k(void **state)
 	free(buf);
 }
 
-/* ---- blocked ends ----------------------------------------------------------- */
+/* ---- blocked ends ---- */
 
 struct result {
 	int err;
@@ -369,7 +369,7 @@ static void test_pipe_blocked_reader_gets_eof(void **state)
 	runtime_stop();
 }
 
-/* ---- ping-pong -------------------------------------------------------------- */
+/* ---- ping-pong ---- */
 
 #define PINGPONG_ROUNDS 20000
 

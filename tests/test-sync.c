@@ -62,8 +62,9 @@ static fiber_t *spawn(unsigned int n, size_t stack, void *(*fn)(void *))
 	assert_int_equal(fiber_attr_init(&attr), 0);
 	assert_int_equal(fiber_attr_setstacksize(&attr, stack), 0);
 	for (unsigned int i = 0; i < n; i++)
-		assert_int_equal(
-			fiber_create(&f[i], &attr, fn, (void *)(uintptr_t)i), 0);
+		assert_int_equal(fiber_create(&f[i], &attr, fn,
+					      (void *)(uintptr_t)i),
+				 0);
 	fiber_attr_destroy(&attr);
 	return f;
 }
@@ -90,7 +91,7 @@ static void wait_count(fiber_mutex_t *m, const int *v, int target)
 	}
 }
 
-/* ---- mutex --------------------------------------------------------------- */
+/* ---- mutex ---- */
 
 #define COUNTER_FIBERS 1000
 #define COUNTER_ITERS 1000
@@ -175,16 +176,16 @@ static void test_mutex_errors_trylock_eperm_edeadlk_ebusy(void **state)
 	runtime_stop();
 }
 
-/* ---- condition variable --------------------------------------------------- */
+/* ---- condition variable ---- */
 
 #define COND_FIBERS 10000
 
 static fiber_mutex_t cv_lock = FIBER_MUTEX_INITIALIZER;
 static fiber_cond_t cv = FIBER_COND_INITIALIZER;
-static int cv_waiting;	/* cv_lock: fibers that reached the wait */
-static int cv_go;	/* cv_lock */
-static int cv_woken;	/* cv_lock */
-static int cv_tokens;	/* cv_lock */
+static int cv_waiting; /* cv_lock: fibers that reached the wait */
+static int cv_go;      /* cv_lock */
+static int cv_woken;   /* cv_lock */
+static int cv_tokens;  /* cv_lock */
 static atomic_int cv_errors;
 
 static void *broadcast_waiter(void *arg)
@@ -275,7 +276,7 @@ static void test_cond_wait_without_mutex_is_eperm(void **state)
 	assert_int_equal(fiber_cond_destroy(&c), 0);
 }
 
-/* ---- semaphore ------------------------------------------------------------ */
+/* ---- semaphore ---- */
 
 static void test_sem_errors_and_counts(void **state)
 {
@@ -319,8 +320,8 @@ static void *sem_user(void *arg)
 			atomic_fetch_add(&sem_errors, 1);
 		in = atomic_fetch_add(&sem_inside, 1) + 1;
 		max = atomic_load(&sem_max);
-		while (in > max && !atomic_compare_exchange_weak(&sem_max, &max,
-								 in))
+		while (in > max &&
+		       !atomic_compare_exchange_weak(&sem_max, &max, in))
 			;
 		fiber_yield();
 		atomic_fetch_sub(&sem_inside, 1);
@@ -379,7 +380,7 @@ static void test_sem_wait_blocks_until_post(void **state)
 	runtime_stop();
 }
 
-/* ---- reader-writer lock --------------------------------------------------- */
+/* ---- reader-writer lock ---- */
 
 static fiber_rwlock_t rw = FIBER_RWLOCK_INITIALIZER;
 static atomic_int rw_readers, rw_writers, rw_errors;
@@ -539,7 +540,7 @@ static void test_rwlock_errors_and_writer_preference(void **state)
 	runtime_stop();
 }
 
-/* ---- barrier -------------------------------------------------------------- */
+/* ---- barrier ---- */
 
 #define BARRIER_FIBERS 16
 #define BARRIER_GENERATIONS 50
@@ -589,7 +590,7 @@ static void test_barrier_one_serial_per_generation(void **state)
 	runtime_stop();
 }
 
-/* ---- once ----------------------------------------------------------------- */
+/* ---- once ---- */
 
 #define ONCE_FIBERS 100
 
@@ -631,7 +632,7 @@ static void test_once_runs_once_for_100_fibers(void **state)
 	runtime_stop();
 }
 
-/* ---- foreign threads ------------------------------------------------------- */
+/* ---- foreign threads ---- */
 
 #define SHARED_FIBERS 8
 #define SHARED_ITERS 20000

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * sched-idle.c - a worker's thread: the idle loop that runs fibers, steals
+ * from busy workers, polls for LIBFIBER_IDLE_POLL_US and then sleeps on its
+ * state word (the worker side of the sleep protocol in sched-core.c).
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "env.h"
+#include "sanitizer.h"
+#include "sched.h"
+#include "topo.h"
+
+/* ---- the idle loop ------------------------------------------------------- */
+
+/* steal - take one queued fiber from the busiest worker. */
+static struct fb_fiber *steal(struct fb_worker *w)
+{
+	struct fb_worker *v;
+	struct fb_fiber *got = NULL;
+	struct fb_list *n;
+	int vid = fb_place_pick_victim(&fb_rt->view, w->id);
+
+	if (vid < 0)
+		return NULL;
+	v = fb_rt->workers[vid];
+	if (!fb_spin_trylock(&v->rq_lock))
+		return NULL;
+	fb_list_for_each(n, &v->rq)
+	{
+		struct fb_fiber *f = fb_list_entry(n, struct fb_fiber, rq_node);
+
+		if (!fb_load_acquire(&f->on_worker) &&
+		    fb_pfiber_allows(&f->pf, w->id)) {
+			fb_list_del(n);
+			atomic_fetch_sub(&v->pw.nr_running, 1);
+			got = f;
+			break;
+		}
+	}
+	fb_spin_unlock(&v->rq_lock);
+	if (got) {
+		fb_spin_lock(&w->rq_lock);
+		fb_nr_running_add_local(w, 1);
+		fb_spin_unlock(&w->rq_lock);
+		FB_COUNT(w, steals);
+	}
+	return got;
+}
+
+static struct fb_fiber *pick_idle(struct fb_worker *w)
+{
+	struct fb_list *n;
+
+	if (fb_load_relaxed(&w->wakelist))
+		fb_sched_drain_wakelist(w);
+	if (!fb_load_relaxed(&w->pw.nr_running))
+		return NULL;
+	fb_spin_lock(&w->rq_lock);
+	n = fb_list_pop(&w->rq);
+	fb_spin_unlock(&w->rq_lock);
+	return n ? fb_list_entry(n, struct fb_fiber, rq_node) : NULL;
+}
+
+static bool quit(struct fb_worker *w)
+{
+	return fb_load_acquire(&fb_rt->stopping) && !fb_worker_has_work(w);
+}
+
+/*
+ * idle_wait - nothing to run: poll, then sleep, until work may be there.
+ * Returns with the state RUNNING.
+ */
+static void idle_wait(struct fb_worker *w)
+{
+	uint64_t deadline;
+	unsigned int s = FB_WS_POLLING, spins = 0;
+
+	fb_add(&fb_rt->nr_idle, 1);
+	w->pw.idle_stamp = fb_now_ns();
+	fb_store_seqcst(&w->pw.state, FB_WS_POLLING);
+	deadline = w->pw.idle_stamp + fb_rt->poll_ns;
+	while (!fb_worker_has_work(w) &&
+	       !(fb_load_relaxed(&w->pw.state) & FB_WS_NEED_RESCHED) &&
+	       !fb_load_relaxed(&fb_rt->stopping)) {
+		if ((++spins & 63) == 0) {
+			if (fb_place_pick_victim(&fb_rt->view, w->id) >= 0)
+				break;
+			if (fb_now_ns() >= deadline)
+				goto sleep;
+		}
+		fb_cpu_relax();
+	}
+	FB_COUNT(w, idle_polls_found);
+	goto out;
+sleep:
+	if (fb_cas_seqcst(&w->pw.state, &s, FB_WS_SLEEPING)) {
+		if (!fb_worker_has_work(w) && !fb_load_seqcst(&fb_rt->stopping)) {
+			FB_COUNT(w, sleeps);
+			do {
+				fb_futex_wait(&w->pw.state, FB_WS_SLEEPING,
+					      NULL);
+			} while (fb_load_acquire(&w->pw.state) ==
+				 FB_WS_SLEEPING);
+		}
+	}
+out:
+	fb_store_seqcst(&w->pw.state, FB_WS_RUNNING);
+	fb_sub(&fb_rt->nr_idle, 1);
+}
+
+/* The idle loop runs on the thread's own stack; the sanitizers need its
+ * bounds. */
+static void thread_stack(struct fb_worker *w)
+{
+	pthread_attr_t a;
+
+	if (pthread_getattr_np(pthread_self(), &a))
+		return;
+	pthread_attr_getstack(&a, &w->idle_stack, &w->idle_stack_size);
+	pthread_attr_destroy(&a);
+}
+
+void *fb_worker_main(void *arg)
+{
+	struct fb_worker *w = arg;
+	struct fb_fiber *next;
+
+	fb_this_worker_tls = w;
+	thread_stack(w);
+	if (fb_rt->env.bind)
+		fb_topo_bind_self(fb_rt->topo, w->id);
+	for (;;) {
+		fb_sched_finish_switch(w);
+		next = pick_idle(w);
+		if (!next)
+			next = steal(w);
+		if (next) {
+			fb_sched_switch_to(w, NULL, next);
+			continue;
+		}
+		if (quit(w))
+			break;
+		idle_wait(w);
+	}
+	fb_this_worker_tls = NULL;
+	return NULL;
+}
+
