@@ -2,9 +2,14 @@
 /*
  * bench.c - the helpers of bench.h: what every benchmark program needs and
  * should say the same way (error messages, exit statuses, option values,
- * the feature string of its JSON records).
+ * the feature string and layout of its JSON records, latency histograms).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* CPU_COUNT */
+#endif
 #include <errno.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,4 +121,175 @@ char *bench_start_runtime(unsigned int workers, const char *features)
 		}
 	}
 	return features_string();
+}
+
+unsigned int bench_nr_cpus(void)
+{
+	cpu_set_t allowed;
+	int nr;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		bench_die("sched_getaffinity: %s", strerror(errno));
+	nr = CPU_COUNT(&allowed);
+	return nr > 0 ? nr : 1;
+}
+
+int bench_worker_cpu(unsigned int w)
+{
+	cpu_set_t allowed;
+	int cpu, nth = 0;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		bench_die("sched_getaffinity: %s", strerror(errno));
+	w %= bench_nr_cpus();
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (CPU_ISSET(cpu, &allowed) && nth++ == (int)w)
+			return cpu;
+	}
+	return 0;
+}
+
+/* JSON records.  Main thread only, one record at a time. */
+
+static bool json_first; /* no member printed yet in the open object */
+
+static void json_key(const char *key)
+{
+	printf("%s\"", json_first ? "" : ",");
+	bench_json_string(key);
+	printf("\":");
+	json_first = false;
+}
+
+void bench_json_open(const char *bench, const char *mode)
+{
+	printf("{\"bench\":\"");
+	bench_json_string(bench);
+	printf("\",\"mode\":\"");
+	bench_json_string(mode);
+	printf("\",\"params\":{");
+	json_first = true;
+}
+
+void bench_json_uint(const char *key, unsigned long long v)
+{
+	json_key(key);
+	printf("%llu", v);
+}
+
+void bench_json_double(const char *key, double v)
+{
+	json_key(key);
+	printf("%.17g", v);
+}
+
+void bench_json_str(const char *key, const char *v)
+{
+	json_key(key);
+	putchar('"');
+	bench_json_string(v);
+	putchar('"');
+}
+
+void bench_json_metrics(void)
+{
+	printf("},\"metrics\":{");
+	json_first = true;
+}
+
+void bench_json_close(const char *features)
+{
+	printf("},\"features\":\"");
+	bench_json_string(features);
+	printf("\"}\n");
+	fflush(stdout);
+}
+
+/* Latency histograms. */
+
+#define SUB (1u << BENCH_HIST_SUB_BITS)
+
+struct bench_hist *bench_hist_alloc(void)
+{
+	struct bench_hist *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		bench_die("out of memory for a histogram");
+	h->min = UINT64_MAX;
+	return h;
+}
+
+/*
+ * For v >= SUB with top bit m: shift = m - SUB_BITS, the top SUB_BITS + 1
+ * bits are v >> shift, in [SUB, 2 * SUB), and
+ *	index = (shift + 1) * SUB + (v >> shift) - SUB.
+ */
+static unsigned int hist_index(uint64_t v)
+{
+	unsigned int shift;
+
+	if (v < SUB)
+		return v;
+	shift = 63 - __builtin_clzll(v) - BENCH_HIST_SUB_BITS;
+	return (shift + 1) * SUB + (unsigned int)(v >> shift) - SUB;
+}
+
+/* The middle of bucket @i: the inverse of hist_index() plus half a width. */
+static uint64_t hist_value(unsigned int i)
+{
+	unsigned int shift;
+
+	if (i < SUB)
+		return i;
+	shift = i / SUB - 1;
+	return ((uint64_t)(SUB + i % SUB) << shift) +
+	       ((uint64_t)1 << shift) / 2;
+}
+
+void bench_hist_add(struct bench_hist *h, uint64_t v)
+{
+	h->bucket[hist_index(v)]++;
+	h->count++;
+	if (v < h->min)
+		h->min = v;
+	if (v > h->max)
+		h->max = v;
+}
+
+void bench_hist_merge(struct bench_hist *into, const struct bench_hist *from)
+{
+	unsigned int i;
+
+	for (i = 0; i < BENCH_HIST_BUCKETS; i++)
+		into->bucket[i] += from->bucket[i];
+	into->count += from->count;
+	if (from->min < into->min)
+		into->min = from->min;
+	if (from->max > into->max)
+		into->max = from->max;
+}
+
+uint64_t bench_hist_percentile(const struct bench_hist *h, double p)
+{
+	uint64_t rank, seen = 0, v;
+	unsigned int i;
+
+	if (!h->count)
+		return 0;
+	rank = (uint64_t)(p / 100.0 * h->count);
+	if ((double)rank < p / 100.0 * h->count)
+		rank++;
+	if (rank < 1)
+		rank = 1;
+	for (i = 0; i < BENCH_HIST_BUCKETS; i++) {
+		seen += h->bucket[i];
+		if (seen >= rank)
+			break;
+	}
+	v = hist_value(i < BENCH_HIST_BUCKETS ? i : BENCH_HIST_BUCKETS - 1);
+	if (v < h->min)
+		v = h->min;
+	if (v > h->max)
+		v = h->max;
+	return v;
 }

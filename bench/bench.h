@@ -46,4 +46,61 @@ void bench_json_string(const char *s);
  */
 char *bench_start_runtime(unsigned int workers, const char *features);
 
+/* bench_nr_cpus - the number of CPUs the process may run on. */
+unsigned int bench_nr_cpus(void);
+
+/*
+ * bench_worker_cpu - the CPU standing for worker @w in a threads baseline:
+ * the (w mod bench_nr_cpus())-th CPU the process may run on.
+ */
+int bench_worker_cpu(unsigned int w);
+
+/*
+ * JSON records: one object per measured configuration, on one line,
+ *
+ *	{"bench":NAME,"mode":MODE,"params":{...},"metrics":{...},
+ *	 "features":STR}
+ *
+ * printed as bench_json_open(), the parameters, bench_json_metrics(), the
+ * metrics, bench_json_close().  Numbers are printed with %.17g (doubles) or
+ * as whole numbers; the driver bench/compare reads "metrics".
+ */
+void bench_json_open(const char *bench, const char *mode);
+void bench_json_uint(const char *key, unsigned long long v);
+void bench_json_double(const char *key, double v);
+void bench_json_str(const char *key, const char *v);
+void bench_json_metrics(void);
+void bench_json_close(const char *features);
+
+/*
+ * A latency histogram with bounded relative error, for percentiles of
+ * values in nanoseconds.  Values below 2^BENCH_HIST_SUB_BITS have a bucket
+ * each; above, each power-of-two range [2^m, 2^(m+1)) is cut into
+ * 2^BENCH_HIST_SUB_BITS equal buckets, so a bucket's width is at most
+ * 1/64 of its lower bound and the reported value, the bucket's middle, is
+ * within 0.8% of every value it holds.  32 KiB each; one per fiber or
+ * thread, merged at the end (no sharing while measuring).
+ */
+#define BENCH_HIST_SUB_BITS 6
+#define BENCH_HIST_BUCKETS ((64 - BENCH_HIST_SUB_BITS + 1) << BENCH_HIST_SUB_BITS)
+
+struct bench_hist {
+	uint64_t count;
+	uint64_t min;
+	uint64_t max;
+	uint64_t bucket[BENCH_HIST_BUCKETS];
+};
+
+/* bench_hist_alloc - a zeroed histogram; exits when memory is short. */
+struct bench_hist *bench_hist_alloc(void);
+void bench_hist_add(struct bench_hist *h, uint64_t v);
+/* bench_hist_merge - add every value of @from into @into. */
+void bench_hist_merge(struct bench_hist *into, const struct bench_hist *from);
+/*
+ * bench_hist_percentile - the value at percentile @p (0 < p <= 100): the
+ * smallest bucket holding the ceil(p/100 * count)-th value, as its middle
+ * clamped to [min, max].  0 for an empty histogram.
+ */
+uint64_t bench_hist_percentile(const struct bench_hist *h, double p);
+
 #endif /* BENCH_H */

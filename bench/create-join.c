@@ -230,8 +230,8 @@ static void parse_args(int argc, char **argv, struct options *o)
 		if (c == ':' || c == '?') {
 			fprintf(stderr,
 				PROG ": %s '%s'\nTry '" PROG " --help'.\n",
-				c == ':' ? "missing value for"
-					 : "unknown option",
+				c == ':' ? "missing value for" :
+					   "unknown option",
 				argv[optind - 1]);
 			exit(2);
 		}

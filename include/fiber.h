@@ -22,7 +22,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -221,6 +224,11 @@ FIBER_API int fiber_cond_destroy(fiber_cond_t *c);
 FIBER_API int fiber_cond_wait(fiber_cond_t *c, fiber_mutex_t *m);
 FIBER_API int fiber_cond_signal(fiber_cond_t *c);
 FIBER_API int fiber_cond_broadcast(fiber_cond_t *c);
+/* Timed variant: @abstime is absolute, on CLOCK_MONOTONIC (all timed calls
+ * here are).  Return: 0; ETIMEDOUT, with @m held again; EINVAL for a bad
+ * @abstime; EPERM if the caller does not hold @m. */
+FIBER_API int fiber_cond_timedwait(fiber_cond_t *c, fiber_mutex_t *m,
+				   const struct timespec *abstime);
 
 /* Return: 0; EINVAL if @value exceeds FIBER_SEM_VALUE_MAX. */
 #define FIBER_SEM_VALUE_MAX 0x7fffffff
@@ -232,6 +240,9 @@ FIBER_API int fiber_sem_trywait(fiber_sem_t *s);
 /* Return: 0; EOVERFLOW at FIBER_SEM_VALUE_MAX. */
 FIBER_API int fiber_sem_post(fiber_sem_t *s);
 FIBER_API int fiber_sem_getvalue(fiber_sem_t *s, int *value);
+/* Return: 0; ETIMEDOUT at @abstime (CLOCK_MONOTONIC), no unit taken;
+ * EINVAL for a bad @abstime. */
+FIBER_API int fiber_sem_timedwait(fiber_sem_t *s, const struct timespec *abstime);
 
 FIBER_API int fiber_rwlock_init(fiber_rwlock_t *rw);
 FIBER_API int fiber_rwlock_destroy(fiber_rwlock_t *rw);
@@ -258,7 +269,8 @@ FIBER_API int fiber_once(fiber_once_t *once, void (*fn)(void));
  * receiver takes the element).
  * send/recv Return: 0; EPIPE sending on a closed channel; recv on a closed
  * and drained channel returns EPIPE as well.  try variants: EAGAIN instead of
- * blocking.  (Timed variants arrive with the timers, issue #7.)
+ * blocking.  Timed variants: ETIMEDOUT at @abstime (CLOCK_MONOTONIC) with
+ * nothing sent or received; EINVAL for a bad @abstime.
  */
 FIBER_API int fiber_chan_create(fiber_chan_t **chan, size_t elem_size,
 				size_t capacity);
@@ -268,6 +280,10 @@ FIBER_API int fiber_chan_recv(fiber_chan_t *chan, void *elem);
 FIBER_API int fiber_chan_trysend(fiber_chan_t *chan, const void *elem);
 FIBER_API int fiber_chan_tryrecv(fiber_chan_t *chan, void *elem);
 FIBER_API int fiber_chan_close(fiber_chan_t *chan);
+FIBER_API int fiber_chan_timedsend(fiber_chan_t *chan, const void *elem,
+				   const struct timespec *abstime);
+FIBER_API int fiber_chan_timedrecv(fiber_chan_t *chan, void *elem,
+				   const struct timespec *abstime);
 
 /*
  * fiber_pipe: an in-process byte stream with POSIX pipe semantics.  A bounded
@@ -285,6 +301,63 @@ FIBER_API int fiber_pipe_write(fiber_pipe_t *pipe, const void *buf, size_t len,
 			       size_t *done);
 FIBER_API int fiber_pipe_close_read(fiber_pipe_t *pipe);
 FIBER_API int fiber_pipe_close_write(fiber_pipe_t *pipe);
+/* Timed variants: ETIMEDOUT at @abstime (CLOCK_MONOTONIC); a timed read
+ * then got no byte (*@done 0), a timed write tells in *@done what got in. */
+FIBER_API int fiber_pipe_timedread(fiber_pipe_t *pipe, void *buf, size_t len,
+				   size_t *done, const struct timespec *abstime);
+FIBER_API int fiber_pipe_timedwrite(fiber_pipe_t *pipe, const void *buf,
+				    size_t len, size_t *done,
+				    const struct timespec *abstime);
+
+/*
+ * Sleeping.  fiber_sleep parks the calling fiber for at least @ns
+ * nanoseconds (0 yields); fiber_usleep takes microseconds.  On a thread that
+ * is not a worker they sleep that thread.  They cannot fail.
+ */
+FIBER_API void fiber_sleep(uint64_t ns);
+FIBER_API void fiber_usleep(unsigned int us);
+
+/*
+ * Fiber-aware fd I/O.  Unlike the rest of this API, these calls follow
+ * POSIX: they return a count (or an fd, or 0) on success and -1 with errno
+ * set on failure, because they stand in for read(2), accept(2)... in code
+ * written for them.  This is the one place where libfiber sets errno.
+ *
+ * A call that would block parks the calling fiber, not its worker, until
+ * the fd is ready (through the runtime's epoll poller), then retries; on a
+ * thread that is not a worker it blocks in poll(2).  The fd must be in
+ * non-blocking mode (O_NONBLOCK, SOCK_NONBLOCK): a blocking fd would block
+ * the worker.  fiber_accept always returns non-blocking sockets.  EINTR is
+ * retried, never returned.  Reads return what is there (0 at end of file);
+ * writes and sends return once every byte is written, or with the count
+ * written before an error (ECONNRESET, EPIPE...), which the next call
+ * reports.  Transfers honour SO_RCVTIMEO / SO_SNDTIMEO and then fail with
+ * ETIMEDOUT.  Closing an fd while a fiber waits on it leaves that fiber
+ * waiting (epoll forgets closed fds): wake it first, e.g. with shutdown(2).
+ * Any errno of the underlying call can come back, plus ETIMEDOUT, and
+ * ENOMEM or EPERM (an fd epoll cannot watch) from the poller.
+ */
+FIBER_API ssize_t fiber_read(int fd, void *buf, size_t len);
+FIBER_API ssize_t fiber_write(int fd, const void *buf, size_t len);
+FIBER_API ssize_t fiber_readv(int fd, const struct iovec *iov, int iovcnt);
+FIBER_API ssize_t fiber_writev(int fd, const struct iovec *iov, int iovcnt);
+/* MSG_DONTWAIT in @flags: one try, no waiting. */
+FIBER_API ssize_t fiber_recv(int fd, void *buf, size_t len, int flags);
+FIBER_API ssize_t fiber_send(int fd, const void *buf, size_t len, int flags);
+/* accept4(2); SOCK_NONBLOCK is always added.  EMFILE/ENFILE are returned at
+ * once (the listening socket stays readable): back off before retrying. */
+FIBER_API int fiber_accept(int fd, struct sockaddr *addr, socklen_t *addrlen,
+			   int flags);
+/* connect(2) on a non-blocking socket, waiting up to @timeout_ms (-1: no
+ * limit).  Return: 0; -1 with the connection's error (ECONNREFUSED...) or
+ * ETIMEDOUT. */
+FIBER_API int fiber_connect(int fd, const struct sockaddr *addr,
+			    socklen_t addrlen, int timeout_ms);
+/* Wait until @fd reports one of @events (POLLIN, POLLOUT, POLLPRI,
+ * POLLRDHUP) or @timeout_ms passes (-1: no limit, 0: just look).
+ * Return: the reported events (> 0, with POLLERR/POLLHUP), 0 on timeout as
+ * poll(2) does, or -1 with errno. */
+FIBER_API int fiber_poll(int fd, short events, int timeout_ms);
 
 #ifdef __cplusplus
 }

@@ -43,6 +43,11 @@ bool fb_fault_should_fail(void)
 	return false;
 }
 
+bool fb_fault_armed(void)
+{
+	return fb_unlikely(fb_load_relaxed(&fail_countdown) > 0);
+}
+
 void *fb_malloc(size_t size)
 {
 	if (fb_unlikely(fb_load_relaxed(&fail_countdown)) &&

@@ -55,6 +55,9 @@ void *fb_aligned_alloc(size_t align, size_t size);
 void fb_free(void *p);
 /* Returns true when the current allocation should fail (test hook). */
 bool fb_fault_should_fail(void);
+/* True while a failure is pending: caches step aside so that the
+ * allocation they would save can fail (test hook; costs one relaxed load). */
+bool fb_fault_armed(void);
 /* fb_fault_fail_nth - make the @n-th allocation from now fail (0 disables).
  * Test use only; exported to the internal library. */
 void fb_fault_fail_nth(long n);

@@ -46,6 +46,24 @@
  *    sees POLLING/SLEEPING and sets NEED_RESCHED (which also makes the
  *    worker's POLLING -> SLEEPING CAS fail) and, for SLEEPING only, calls
  *    futex_wake.  A polling worker costs no system call.
+ *    The poller (sched-poll.c) is the same argument with another sleep:
+ *    the worker CASes POLLING -> EPOLL instead of SLEEPING, re-reads its
+ *    work (seq_cst) and calls epoll_wait; a waker that sees EPOLL sets
+ *    NEED_RESCHED and writes the runtime's eventfd, which is in the epoll
+ *    set.  The eventfd stays readable until the poller reads it, so a write
+ *    that lands before epoll_wait is entered still ends it at once.  Only
+ *    the worker holding the poller flag ever stores EPOLL, so the one
+ *    eventfd reaches the one worker it is meant for; a stale write (the
+ *    poller left epoll for I/O just before it) costs the next poller one
+ *    empty round.
+ * 5. Timers and I/O.  Each worker fires its own timer heap and bounds its
+ *    sleep (futex or epoll timeout) by the heap's next deadline; a busy
+ *    worker fires due timers and, when no worker is the poller, polls
+ *    epoll without blocking every FB_TICK_SWITCHES scheduling points
+ *    (fb_sched_tick, from fb_sched_finish_switch once the previous fiber
+ *    is released, so a timer or fd event may wake that very fiber).
+ *    Readiness and expiry wake fibers through fb_fiber_wake(), so
+ *    placement decides where I/O wakeups run, as for any other wakeup.
  *
  * Alternatives rejected: a global run queue (one contended lock); waking
  * through a per-worker eventfd (a system call on every remote wake); and
@@ -69,18 +87,17 @@
 struct fb_runtime *fb_rt;
 void (*fb_test_switch_hook)(void);
 atomic_bool fb_rt_up;
-__thread struct fb_worker *fb_this_worker_tls;
+__thread struct fb_worker *fb_this_worker_tls
+	__attribute__((tls_model("initial-exec")));
 
-/*
- * fb_worker_self - the calling thread's worker.  A fiber may resume on
- * another thread after any switch, so the thread-local must be re-read: a
- * noinline function with a volatile access keeps the compiler from caching
- * the TLS address across a switch.
- */
-fb_noinline struct fb_worker *fb_worker_self(void)
+#ifndef __x86_64__
+/* See sched.h: elsewhere the thread pointer may be cached across a
+ * switch, so the read lives in a function of its own. */
+fb_noinline struct fb_worker *fb_worker_self_slow(void)
 {
 	return *(struct fb_worker *volatile *)&fb_this_worker_tls;
 }
+#endif
 
 struct fb_fiber *fb_current(void)
 {
@@ -140,6 +157,9 @@ void fb_sched_wake_worker(struct fb_worker *t, struct fb_worker *this)
 	if ((s & FB_WS_MASK) == FB_WS_SLEEPING) {
 		fb_futex_wake(&t->pw.state, 1);
 		FB_COUNT(this, futex_wakes);
+	} else if ((s & FB_WS_MASK) == FB_WS_EPOLL) {
+		fb_sched_poll_kick();
+		FB_COUNT(this, eventfd_wakes);
 	} else {
 		FB_COUNT(this, poll_wakes);
 	}
@@ -247,11 +267,13 @@ static void enqueue(struct fb_fiber *f, struct fb_worker *t,
 }
 
 /* deliver - hand RUNNABLE @f to worker @t by the path H2 chooses. */
-static void deliver(struct fb_fiber *f, int t, struct fb_worker *this)
+static void deliver(const struct fb_place_view *v, struct fb_fiber *f, int t,
+		    struct fb_worker *this)
 {
 	struct fb_worker *tw = fb_rt->workers[t];
 
-	if (fb_place_use_wakelist(&fb_rt->view, &f->pf, t, this ? this->id : -1))
+	if (tw != this &&
+	    fb_place_use_wakelist(v, &f->pf, t, this ? this->id : -1))
 		push(f, tw, this);
 	else
 		enqueue(f, tw, this);
@@ -259,10 +281,21 @@ static void deliver(struct fb_fiber *f, int t, struct fb_worker *this)
 
 /* ---- the block/wake protocol ------------------------------------------- */
 
+_Static_assert(FB_WF_SYNC == FB_PLACE_WF_SYNC, "wake flags disagree");
+
+/* waker_pf - the running fiber's placement record, NULL outside a fiber. */
+static struct fb_pfiber *waker_pf(void)
+{
+	struct fb_fiber *cur = fb_current();
+
+	return cur ? &cur->pf : NULL;
+}
+
 bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
 {
 	struct fb_worker *this = fb_worker_self();
 	int s = fb_load_acquire(&f->state), t;
+	struct fb_place_view v;
 
 	for (;;) {
 		if (s == FB_FIBER_PARKING) {
@@ -278,11 +311,13 @@ bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
 		}
 	}
 	FB_COUNT(this, wakeups);
+	fb_sched_view_enter(&v);
 	if (fb_load_acquire(&f->on_worker)) {
 		t = f->pf.prev;
-		if (fb_place_use_wakelist(&fb_rt->view, &f->pf, t,
+		if (fb_place_use_wakelist(&v, &f->pf, t,
 					  this ? this->id : -1)) {
 			push(f, fb_rt->workers[t], this);
+			fb_sched_view_exit();
 			return true;
 		}
 		FB_COUNT(this, on_worker_waits);
@@ -292,9 +327,10 @@ bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
 			else
 				sched_yield();
 	}
-	t = fb_place_select_wake(&fb_rt->view, &f->pf, this ? this->id : -1,
-				 flags);
-	deliver(f, t, this);
+	t = fb_place_select_wake(&v, &f->pf, waker_pf(), this ? this->id : -1,
+				 flags, fb_now_ns(), NULL);
+	deliver(&v, f, t, this);
+	fb_sched_view_exit();
 	return true;
 }
 
@@ -347,7 +383,12 @@ static fb_noinline void migrate_finish(struct fb_worker *w,
 				       struct fb_fiber *f)
 {
 	w->migrating = false;
-	deliver(f, fb_place_select_wake(&fb_rt->view, &f->pf, -1, 0), w);
+	struct fb_place_view v;
+
+	fb_sched_view_enter(&v);
+	deliver(&v, f, fb_place_select_wake(&v, &f->pf, NULL, -1, 0, 0, NULL),
+		w);
+	fb_sched_view_exit();
 }
 
 void fb_sched_finish_switch(struct fb_worker *w)
@@ -355,7 +396,7 @@ void fb_sched_finish_switch(struct fb_worker *w)
 	struct fb_fiber *prev = w->prev_switch;
 
 	if (!prev)
-		return;
+		goto tick;
 	w->prev_switch = NULL;
 	if (fb_load_relaxed(&prev->state) == FB_FIBER_DEAD)
 		fb_fiber_reap(w, prev);
@@ -363,16 +404,22 @@ void fb_sched_finish_switch(struct fb_worker *w)
 		fb_store_release(&prev->on_worker, 0);
 	if (fb_unlikely(w->migrating))
 		migrate_finish(w, prev);
+tick:
+	/* Timers and I/O of a busy worker (rule 5); @prev is released, so
+	 * what the tick wakes may be @prev itself. */
+	fb_sched_tick_maybe(w);
 }
 
-/* ctx_switch - fb_ctx_switch wrapped in the sanitizer's bookkeeping.
- * @dying: the leaving context never resumes. */
+/* ctx_switch - fb_ctx_switch wrapped in the sanitizers' bookkeeping.
+ * @dying: the leaving context never resumes; @tsan: TSan's context of the
+ * one we switch to. */
 static inline void ctx_switch(void **save, void *load, const void *bottom,
-			      size_t size, bool dying)
+			      size_t size, bool dying, void *tsan)
 {
 	void *fake = NULL;
 
 	fb_san_start_switch(dying ? NULL : &fake, bottom, size);
+	fb_san_tsan_switch(tsan);
 	fb_ctx_switch(save, load);
 	fb_san_finish_switch(fake);
 }
@@ -388,7 +435,8 @@ void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
 	FB_COUNT(w, switches);
 	ctx_switch(prev ? &prev->sp : &w->idle_sp, next->sp, next->stack.map,
 		   next->stack.map_len,
-		   prev && fb_load_relaxed(&prev->state) == FB_FIBER_DEAD);
+		   prev && fb_load_relaxed(&prev->state) == FB_FIBER_DEAD,
+		   next->san.tsan);
 }
 
 enum sched_mode { SCHED_YIELD, SCHED_PARK, SCHED_EXIT, SCHED_MIGRATE };
@@ -428,7 +476,7 @@ static void schedule(struct fb_worker *w, struct fb_fiber *prev,
 		w->curr = NULL;
 		w->prev_switch = prev;
 		ctx_switch(&prev->sp, w->idle_sp, w->idle_stack,
-			   w->idle_stack_size, mode == SCHED_EXIT);
+			   w->idle_stack_size, mode == SCHED_EXIT, w->idle_tsan);
 	}
 	/* Resumed, perhaps on another worker. */
 	fb_sched_finish_switch(fb_worker_self());
@@ -454,8 +502,11 @@ bool fb_sched_yield(void)
 	struct fb_fiber *f = w->curr;
 
 	if (!fb_load_relaxed(&w->wakelist) &&
-	    fb_load_relaxed(&w->pw.nr_running) <= 1)
+	    fb_load_relaxed(&w->pw.nr_running) <= 1) {
+		/* A yield loop must still see its timers and I/O (rule 5). */
+		fb_sched_tick_maybe(w);
 		return false;
+	}
 	FB_COUNT(w, yields);
 	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
 	schedule(w, f, SCHED_YIELD);
@@ -501,16 +552,25 @@ int fb_sched_select_create(struct fb_fiber *f)
 {
 	struct fb_worker *this = fb_worker_self();
 
-	return fb_place_select_create(&fb_rt->view, &f->pf, this ? this->id : -1);
+	struct fb_place_view v;
+	int t;
+
+	fb_sched_view_enter(&v);
+	t = fb_place_select_create(&v, &f->pf, this ? this->id : -1, NULL);
+	fb_sched_view_exit();
+	return t;
 }
 
 void fb_sched_enqueue_new(struct fb_fiber *f, int t)
 {
 	struct fb_worker *this = fb_worker_self();
+	struct fb_place_view v;
 
 	fb_add_relaxed(&fb_rt->nr_live, 1);
 	FB_COUNT(this, creates);
 	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
-	deliver(f, t, this);
+	fb_sched_view_enter(&v);
+	deliver(&v, f, t, this);
+	fb_sched_view_exit();
 }
 

@@ -21,7 +21,12 @@ static struct fb_fiber *steal(struct fb_worker *w)
 	struct fb_worker *v;
 	struct fb_fiber *got = NULL;
 	struct fb_list *n;
-	int vid = fb_place_pick_victim(&fb_rt->view, w->id);
+	struct fb_place_view pv;
+	int vid;
+
+	fb_sched_view_enter(&pv);
+	vid = fb_place_pick_victim(&pv, w->id);
+	fb_sched_view_exit();
 
 	if (vid < 0)
 		return NULL;
@@ -69,24 +74,40 @@ static bool quit(struct fb_worker *w)
 	return fb_load_acquire(&fb_rt->stopping) && !fb_worker_has_work(w);
 }
 
+static bool victim_exists(struct fb_worker *w)
+{
+	struct fb_place_view pv;
+	bool yes;
+
+	fb_sched_view_enter(&pv);
+	yes = fb_place_pick_victim(&pv, w->id) >= 0;
+	fb_sched_view_exit();
+	return yes;
+}
+
 /*
  * idle_wait - nothing to run: poll, then sleep, until work may be there.
  * Returns with the state RUNNING.
  */
 static void idle_wait(struct fb_worker *w)
 {
-	uint64_t deadline;
-	unsigned int s = FB_WS_POLLING, spins = 0;
+	uint64_t deadline, next;
+	unsigned int spins = 0;
 
 	fb_add(&fb_rt->nr_idle, 1);
 	w->pw.idle_stamp = fb_now_ns();
 	fb_store_seqcst(&w->pw.state, FB_WS_POLLING);
 	deadline = w->pw.idle_stamp + fb_rt->poll_ns;
+	/* Only fibers running here arm timers here: the next deadline cannot
+	 * move earlier while we are idle. */
+	next = fb_timer_next(w);
+	if (next && next < deadline)
+		deadline = next;
 	while (!fb_worker_has_work(w) &&
 	       !(fb_load_relaxed(&w->pw.state) & FB_WS_NEED_RESCHED) &&
 	       !fb_load_relaxed(&fb_rt->stopping)) {
 		if ((++spins & 63) == 0) {
-			if (fb_place_pick_victim(&fb_rt->view, w->id) >= 0)
+			if (victim_exists(w))
 				break;
 			if (fb_now_ns() >= deadline)
 				goto sleep;
@@ -96,16 +117,8 @@ static void idle_wait(struct fb_worker *w)
 	FB_COUNT(w, idle_polls_found);
 	goto out;
 sleep:
-	if (fb_cas_seqcst(&w->pw.state, &s, FB_WS_SLEEPING)) {
-		if (!fb_worker_has_work(w) && !fb_load_seqcst(&fb_rt->stopping)) {
-			FB_COUNT(w, sleeps);
-			do {
-				fb_futex_wait(&w->pw.state, FB_WS_SLEEPING,
-					      NULL);
-			} while (fb_load_acquire(&w->pw.state) ==
-				 FB_WS_SLEEPING);
-		}
-	}
+	/* futex, or epoll as the poller, until the next timer (sched-poll.c) */
+	fb_sched_idle_sleep(w);
 out:
 	fb_store_seqcst(&w->pw.state, FB_WS_RUNNING);
 	fb_sub(&fb_rt->nr_idle, 1);
@@ -130,6 +143,8 @@ void *fb_worker_main(void *arg)
 
 	fb_this_worker_tls = w;
 	thread_stack(w);
+	w->idle_tsan = fb_san_thread_context();
+	fb_guard_worker_start(w);
 	if (fb_rt->env.bind)
 		fb_topo_bind_self(fb_rt->topo, w->id);
 	for (;;) {
@@ -145,6 +160,7 @@ void *fb_worker_main(void *arg)
 			break;
 		idle_wait(w);
 	}
+	fb_guard_worker_stop(w);
 	fb_this_worker_tls = NULL;
 	return NULL;
 }

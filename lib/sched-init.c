@@ -28,6 +28,7 @@ static struct fb_worker *worker_new(int id, int node)
 	w->pw.id = id;
 	w->node = node;
 	fb_list_init(&w->rq);
+	fb_list_init(&w->live);
 	w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(id + 1);
 	return w;
 }
@@ -49,11 +50,13 @@ static void runtime_free(struct fb_runtime *r)
 		fb_free(w);
 	}
 	fb_stack_pool_drain();
+	fb_topo_view_publish(NULL); /* no reader is left: workers stopped */
 	fb_free(r->workers);
 	fb_free(r->pws);
 	fb_topo_close(r->topo);
 	fb_env_free(&r->env);
 	fb_free(r);
+	fb_poll_fini(); /* the poller and fd table (sched-poll.c) */
 }
 
 static int runtime_new(const struct fiber_config *config,
@@ -92,6 +95,13 @@ static int runtime_new(const struct fiber_config *config,
 	}
 	r->view.nr_workers = r->nr_workers;
 	r->view.w = r->pws;
+	r->view.g = &r->g;
+	rc = fb_topo_view_rebuild(r->topo, r->nr_workers,
+				  r->env.features & FB_FEAT_BIT(ASYM_PACKING)
+					  ? FB_VIEW_ASYM_PACKING
+					  : 0);
+	if (rc)
+		goto fail;
 	*out = r;
 	return 0;
 fail:
@@ -122,6 +132,7 @@ int fiber_init(const struct fiber_config *config)
 		goto out;
 	fb_rt = r;
 	fb_store_seqcst(&fb_features_mask, r->env.features);
+	fb_guard_install();
 	for (i = 0; i < r->nr_workers; i++) {
 		rc = pthread_create(&r->workers[i]->thread, NULL, fb_worker_main,
 				    r->workers[i]);
@@ -151,15 +162,16 @@ int fb_runtime_get(void)
 	return rc == EBUSY ? 0 : rc;
 }
 
-/* all_quiet - every worker idle with nothing queued or handed off. */
+/* all_quiet - every worker asleep (futex or epoll) with nothing queued or
+ * handed off and no timer armed. */
 static bool all_quiet(void)
 {
 	for (int i = 0; i < fb_rt->nr_workers; i++) {
 		struct fb_worker *w = fb_rt->workers[i];
 
-		if ((fb_load_seqcst(&w->pw.state) & FB_WS_MASK) !=
+		if ((fb_load_seqcst(&w->pw.state) & FB_WS_MASK) <
 			    FB_WS_SLEEPING ||
-		    fb_worker_has_work(w))
+		    fb_worker_has_work(w) || fb_timer_next(w))
 			return false;
 	}
 	return true;
@@ -205,10 +217,26 @@ void fb_sched_fiber_reaped(void)
 	fb_sub(&fb_rt->nr_live, 1);
 }
 
+/*
+ * A feature that changes domain flags (ASYM_PACKING) was switched through
+ * the API: rebuild the domain view and publish it with RCU; readers keep
+ * the old one until their read section ends.
+ */
 void fb_sched_features_changed(uint64_t old, uint64_t mask)
 {
-	(void)old;
-	(void)mask;
+	uint64_t asym = FB_FEAT_BIT(ASYM_PACKING);
+
+	if (!((old ^ mask) & asym))
+		return;
+	/* A fiber may switch features while fiber_shutdown() holds the
+	 * mutex and waits for that very fiber: never block here.  A switch
+	 * racing with start or shutdown keeps the current view. */
+	if (pthread_mutex_trylock(&rt_mutex))
+		return;
+	if (fb_load_acquire(&fb_rt_up))
+		fb_topo_view_rebuild(fb_rt->topo, fb_rt->nr_workers,
+				     mask & asym ? FB_VIEW_ASYM_PACKING : 0);
+	pthread_mutex_unlock(&rt_mutex);
 }
 
 /* Accessors for stats.c. */

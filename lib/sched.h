@@ -17,6 +17,7 @@
 #include "common.h"
 #include "list.h"
 #include "place.h"
+#include "sanitizer.h"
 #include "env.h"
 #include "stack.h"
 #include "topo.h"
@@ -73,6 +74,10 @@ struct fb_fiber {
 	char name[32];
 	void **specific;	 /* FIBER_KEYS_MAX slots, allocated on first set */
 	uint64_t last_ran_ns;
+	struct fb_list live_node; /* on workers[live_worker]->live, under
+				     its live_lock (debugger registry) */
+	int live_worker;	 /* set at create, read at reap */
+	struct fb_san_fiber san; /* sanitizer.h; creator and reaper only */
 };
 
 /*
@@ -120,6 +125,34 @@ bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags);
  * set PARKING first (fb_waiter_prepare does).  Context: fiber. */
 void fb_fiber_park(void);
 
+/*
+ * Timers (sched-timer.c).  A timer lives in its user's memory (a waiter's
+ * stack frame) and fires @fn once, on the worker whose heap holds it.
+ * States: IDLE, ARMED (in a heap), FIRING (taken out, @fn running), DONE.
+ */
+enum { FB_TIMER_IDLE, FB_TIMER_ARMED, FB_TIMER_FIRING, FB_TIMER_DONE };
+struct fb_timer {
+	uint64_t deadline;	/* CLOCK_MONOTONIC ns; constant while armed */
+	void (*fn)(struct fb_timer *t);
+	struct fb_timer *child, *next, *prev; /* pairing heap; heap lock */
+	struct fb_timer_heap *heap; /* where it was armed */
+	atomic_uint state;	/* FB_TIMER_*; heap lock, DONE with release */
+};
+/* A worker's armed timers.  Any thread arms or cancels (under @lock); the
+ * owner worker fires. */
+struct fb_timer_heap {
+	struct fb_spinlock lock;
+	struct fb_timer *root;	/* earliest deadline; @lock */
+	_Atomic uint64_t next;	/* root's deadline, 0 if none; written under
+				   @lock, read relaxed by the owner */
+};
+/* A deadline that never comes. */
+#define FB_NO_DEADLINE UINT64_MAX
+/* Scheduling points between two fb_sched_tick() calls of a busy worker
+ * (power of two): picked; a tick costs a clock read and, with no poller,
+ * one epoll_wait(0). */
+#define FB_TICK_SWITCHES 64
+
 /* Counters of one worker (lib/counters.h); owner-written. */
 struct fb_counters {
 #define FB_COUNTER(name, desc) _Atomic uint64_t name;
@@ -148,6 +181,11 @@ struct fb_worker {
 				   wakers push (CAS), owner takes all (xchg) */
 	struct fb_spinlock rq_lock fb_cacheline_aligned;
 	struct fb_list rq;	/* rq_lock; FIFO of RUNNABLE fibers */
+	/* Registry of the live fibers created for this worker, for debuggers
+	 * (lib/libfiber-gdb.py): creators add, reapers remove, any thread. */
+	struct fb_spinlock live_lock fb_cacheline_aligned;
+	struct fb_list live;	/* live_lock; fb_fiber.live_node */
+	struct fb_timer_heap timers fb_cacheline_aligned; /* sched-timer.c */
 
 	/* owner only from here */
 	int id fb_cacheline_aligned;
@@ -158,16 +196,36 @@ struct fb_worker {
 	void *idle_sp;		/* saved context of the idle loop */
 	void *idle_stack;	/* the thread's own stack (sanitizers) */
 	size_t idle_stack_size;
+	void *idle_tsan;	/* TSan context of the idle loop (sanitizer.h) */
+	void *sigstack;		/* alternate signal stack (fiber-guard.c) */
 	pthread_t thread;
 	struct fb_stack_cache stacks;
 	struct fb_fiber *free_fibers; /* cached descriptors (via wl_next) */
 	unsigned int nr_free_fibers;
 	uint64_t rng;		/* per-worker PRNG state */
+	unsigned int ticks;	/* scheduling points, for fb_sched_tick() */
 	struct fb_counters cnt;
 };
 
-/* The calling worker (NULL on a foreign thread) and fiber (NULL outside). */
-struct fb_worker *fb_worker_self(void);
+/*
+ * The calling worker (NULL on a foreign thread) and fiber (NULL outside).
+ * A fiber may resume on another thread after any switch, so the
+ * thread-local must be re-read each time, never cached by the compiler.
+ * On x86-64 an initial-exec TLS read is one %fs-relative load that a
+ * volatile access forces afresh; elsewhere the thread pointer itself could
+ * be kept in a register across a switch, so the read is out of line.
+ */
+extern __thread struct fb_worker *fb_this_worker_tls
+	__attribute__((tls_model("initial-exec")));
+#ifdef __x86_64__
+static inline struct fb_worker *fb_worker_self(void)
+{
+	return *(struct fb_worker *volatile *)&fb_this_worker_tls;
+}
+#else
+struct fb_worker *fb_worker_self_slow(void);
+#define fb_worker_self() fb_worker_self_slow()
+#endif
 struct fb_fiber *fb_current(void);
 
 /* fb_sched_select_create - the worker a new fiber @f should start on.
@@ -210,12 +268,11 @@ struct fb_runtime {
 	_Atomic long nr_live;	/* fibers created and not yet reaped */
 	atomic_bool stopping;
 	struct fb_counters foreign; /* foreign threads' counters (atomic adds) */
+	struct fb_place_global g;   /* placement's global state */
 };
 
 extern struct fb_runtime *fb_rt;
 extern atomic_bool fb_rt_up;
-extern __thread struct fb_worker *fb_this_worker_tls;
-
 /* Make sure worker @t notices new work (the IPI replacement).  Context:
  * any thread; after the seq_cst publication of the work. */
 void fb_sched_wake_worker(struct fb_worker *t, struct fb_worker *this);
@@ -228,6 +285,28 @@ void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
 			struct fb_fiber *next);
 /* Entry point of a worker thread (sched-idle.c). */
 void *fb_worker_main(void *arg);
+/* Stack overflow reports (fiber-guard.c): the SIGSEGV handler, installed
+ * once from fiber_init, and each worker's alternate signal stack. */
+void fb_guard_install(void);
+void fb_guard_worker_start(struct fb_worker *w);
+void fb_guard_worker_stop(struct fb_worker *w);
+
+/*
+ * fb_sched_view_enter - open an RCU read section on the domain view and fill
+ * @v for a placement decision; fb_sched_view_exit closes it.  Nothing in
+ * between may park or switch.  Context: any thread.
+ */
+static inline void fb_sched_view_enter(struct fb_place_view *v)
+{
+	fb_topo_read_lock();
+	*v = fb_rt->view;
+	v->topo = fb_topo_view_get();
+}
+
+static inline void fb_sched_view_exit(void)
+{
+	fb_topo_read_unlock();
+}
 
 static inline bool fb_worker_has_work(struct fb_worker *w)
 {
@@ -253,5 +332,61 @@ const struct fb_counters *fb_sched_counters(int worker);
 /* fb_runtime_get - start the runtime with the environment's configuration
  * if it is not running.  Return: 0 or the errno of fiber_init. */
 int fb_runtime_get(void);
+
+/* ---- timers and the poller (sched-timer.c, sched-poll.c; issue #7) ---- */
+
+/* fb_timer_arm - arm @t (deadline and fn set) on worker @w's heap.
+ * Context: any thread, any lock but @w's heap lock; never switches. */
+void fb_timer_arm(struct fb_timer *t, struct fb_worker *w);
+/* fb_timer_cancel - disarm @t, or wait until its running callback has
+ * returned.  Returns true if it was still armed.  Context: any thread that
+ * holds no lock the callback takes. */
+bool fb_timer_cancel(struct fb_timer *t);
+/* fb_timer_run - fire the timers of @w due at @now.  Context: worker @w,
+ * no lock held, not inside a fiber that is switching out. */
+void fb_timer_run(struct fb_worker *w, uint64_t now);
+/* fb_timer_next - @w's earliest deadline, 0 if none.  Context: owner. */
+uint64_t fb_timer_next(struct fb_worker *w);
+/*
+ * fb_waiter_wait_timed - fb_waiter_wait() that gives up at @deadline
+ * (FB_NO_DEADLINE: never).  @w is on a wait list protected by @lock.
+ * Return: w->result as set by the waker, or ETIMEDOUT if the deadline
+ * came first (then @w was taken off the list under @lock).  Returns with
+ * @lock released.  Context: any thread, like fb_waiter_wait().
+ */
+int fb_waiter_wait_timed(struct fb_waiter *w, struct fb_spinlock *lock,
+			 uint64_t deadline);
+/* An absolute CLOCK_MONOTONIC timespec as a deadline; validity check. */
+uint64_t fb_deadline_from_timespec(const struct timespec *abstime);
+bool fb_timespec_valid(const struct timespec *ts);
+
+/* fb_sched_tick - a busy worker's periodic duty: fire due timers and, if
+ * no worker holds the poller, poll epoll without blocking.
+ * Context: worker @w at a scheduling point, after the previous fiber was
+ * released (fb_sched_finish_switch) or while the current one keeps running. */
+void fb_sched_tick(struct fb_worker *w);
+static inline void fb_sched_tick_maybe(struct fb_worker *w)
+{
+	if (fb_unlikely((++w->ticks & (FB_TICK_SWITCHES - 1)) == 0))
+		fb_sched_tick(w);
+}
+/* fb_sched_idle_sleep - the sleep of the idle loop (sched-poll.c).
+ * Context: worker @w, state POLLING, poll window over. */
+void fb_sched_idle_sleep(struct fb_worker *w);
+/* fb_sched_poll_kick - wake the worker sleeping in epoll (FB_WS_EPOLL).
+ * Context: any thread; after the CAS that set NEED_RESCHED. */
+void fb_sched_poll_kick(void);
+/*
+ * fb_poll_wait_fd - park the calling fiber until @fd reports one of
+ * @events (EPOLLIN, EPOLLOUT...; also ERR/HUP) or @deadline, and store
+ * what was reported in *@revents.
+ * Return: 0; ETIMEDOUT; the errno of epoll_ctl (EPERM: @fd cannot be
+ * polled); ENOMEM; EBADF.  Context: fiber.
+ */
+int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline,
+		    uint32_t *revents);
+/* fb_poll_fini - close the poller and free the fd table.  Context:
+ * shutdown, every worker stopped. */
+void fb_poll_fini(void);
 
 #endif /* FB_SCHED_H */

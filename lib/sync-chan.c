@@ -163,7 +163,8 @@ static int recv_locked(struct fb_chan *ch, void *elem)
  * Return: 0; EINVAL for NULL; EPIPE if @chan is closed, before or while
  * the caller waits (the element is then not delivered).
  */
-int fiber_chan_send(fiber_chan_t *chan, const void *elem)
+static int send_until(fiber_chan_t *chan, const void *elem,
+		      uint64_t deadline)
 {
 	struct fb_chan *ch = chan;
 	struct fb_waiter w;
@@ -180,8 +181,26 @@ int fiber_chan_send(fiber_chan_t *chan, const void *elem)
 	fb_waiter_prepare(&w);
 	w.data = (uintptr_t)elem;
 	fb_list_add_tail(&w.node, &ch->senders);
-	fb_waiter_wait(&w, &ch->lock);
-	return w.result;
+	return fb_waiter_wait_timed(&w, &ch->lock, deadline);
+}
+
+int fiber_chan_send(fiber_chan_t *chan, const void *elem)
+{
+	return send_until(chan, elem, FB_NO_DEADLINE);
+}
+
+/*
+ * fiber_chan_timedsend - fiber_chan_send() that gives up at @abstime
+ * (CLOCK_MONOTONIC).  Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; ETIMEDOUT (the element was not delivered); EINVAL for NULL or
+ * a bad @abstime; EPIPE if @chan is closed.
+ */
+int fiber_chan_timedsend(fiber_chan_t *chan, const void *elem,
+			 const struct timespec *abstime)
+{
+	if (!fb_timespec_valid(abstime))
+		return EINVAL;
+	return send_until(chan, elem, fb_deadline_from_timespec(abstime));
 }
 
 /*
@@ -210,7 +229,7 @@ int fiber_chan_trysend(fiber_chan_t *chan, const void *elem)
  * Return: 0; EINVAL for NULL; EPIPE once @chan is closed and drained
  * (@elem untouched).
  */
-int fiber_chan_recv(fiber_chan_t *chan, void *elem)
+static int recv_until(fiber_chan_t *chan, void *elem, uint64_t deadline)
 {
 	struct fb_chan *ch = chan;
 	struct fb_waiter w;
@@ -227,8 +246,26 @@ int fiber_chan_recv(fiber_chan_t *chan, void *elem)
 	fb_waiter_prepare(&w);
 	w.data = (uintptr_t)elem;
 	fb_list_add_tail(&w.node, &ch->receivers);
-	fb_waiter_wait(&w, &ch->lock);
-	return w.result;
+	return fb_waiter_wait_timed(&w, &ch->lock, deadline);
+}
+
+int fiber_chan_recv(fiber_chan_t *chan, void *elem)
+{
+	return recv_until(chan, elem, FB_NO_DEADLINE);
+}
+
+/*
+ * fiber_chan_timedrecv - fiber_chan_recv() that gives up at @abstime
+ * (CLOCK_MONOTONIC).  Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; ETIMEDOUT (@elem untouched); EINVAL for NULL or a bad
+ * @abstime; EPIPE once @chan is closed and drained.
+ */
+int fiber_chan_timedrecv(fiber_chan_t *chan, void *elem,
+			 const struct timespec *abstime)
+{
+	if (!fb_timespec_valid(abstime))
+		return EINVAL;
+	return recv_until(chan, elem, fb_deadline_from_timespec(abstime));
 }
 
 /*
@@ -259,7 +296,6 @@ int fiber_chan_tryrecv(fiber_chan_t *chan, void *elem)
 int fiber_chan_close(fiber_chan_t *chan)
 {
 	struct fb_chan *ch = chan;
-	struct fb_list senders, receivers;
 
 	if (!ch)
 		return EINVAL;
@@ -269,10 +305,9 @@ int fiber_chan_close(fiber_chan_t *chan)
 		return EPIPE;
 	}
 	ch->closed = true;
-	fb_waitq_take_all(&ch->senders, &senders);
-	fb_waitq_take_all(&ch->receivers, &receivers);
+	/* Under the lock: timed waiters (sched-timer.c). */
+	fb_waitq_wake_all(&ch->senders, EPIPE, 0);
+	fb_waitq_wake_all(&ch->receivers, EPIPE, 0);
 	fb_spin_unlock(&ch->lock);
-	fb_waitq_wake_all(&senders, EPIPE, 0);
-	fb_waitq_wake_all(&receivers, EPIPE, 0);
 	return 0;
 }

@@ -11,10 +11,12 @@
  * order is therefore cond spinlock -> mutex spinlock, and nothing takes
  * them the other way round.
  *
- * Signal wakes the first waiter; broadcast takes the whole list under the
- * spinlock and wakes it after dropping it, so that ten thousand wakes do
- * not hold up other callers (and, once the list is taken, the object is
- * no longer touched, so it may be destroyed as soon as broadcast returns).
+ * Signal wakes the first waiter; broadcast wakes them all under the
+ * spinlock.  Waking after dropping it (from a private list) would hold up
+ * other callers less, but a timed waiter's timer must find out under the
+ * spinlock whether a waker has taken it (sched-timer.c), and a waiter on a
+ * private list is taken but still linked.  The object is not touched after
+ * broadcast drops the spinlock, so it may be destroyed when it returns.
  * Every woken waiter retakes the mutex before it returns.  A wait never
  * ends without a signal or broadcast, but callers should still loop on
  * their predicate, as with pthreads.
@@ -60,17 +62,13 @@ int fiber_cond_destroy(fiber_cond_t *cond)
 	return err;
 }
 
-/*
- * fiber_cond_wait - release @mutex, wait for a signal or broadcast on
- * @cond, and take @mutex again.
- * Context: fiber (parks) or any other thread (blocks), holding @mutex.
- * Return: 0; EINVAL for NULL; EPERM if the caller does not hold @mutex.
- */
-int fiber_cond_wait(fiber_cond_t *cond, fiber_mutex_t *mutex)
+static int cond_wait_until(fiber_cond_t *cond, fiber_mutex_t *mutex,
+			   uint64_t deadline)
 {
 	struct fb_cond *c = FB_SYNC_OBJ(fb_cond, cond);
 	struct fb_mutex *m = FB_SYNC_OBJ(fb_mutex, mutex);
 	struct fb_waiter w;
+	int err;
 
 	if (!cond || !mutex)
 		return EINVAL;
@@ -81,11 +79,37 @@ int fiber_cond_wait(fiber_cond_t *cond, fiber_mutex_t *mutex)
 	fb_waiter_prepare(&w);
 	fb_list_add_tail(&w.node, &c->waiters);
 	fb_mutex_unlock(m);
-	fb_waiter_wait(&w, &c->lock);
+	err = fb_waiter_wait_timed(&w, &c->lock, deadline);
 
 	/* Cannot fail: the caller no longer holds @mutex. */
 	fb_mutex_lock(m);
-	return 0;
+	return err;
+}
+
+/*
+ * fiber_cond_wait - release @mutex, wait for a signal or broadcast on
+ * @cond, and take @mutex again.
+ * Context: fiber (parks) or any other thread (blocks), holding @mutex.
+ * Return: 0; EINVAL for NULL; EPERM if the caller does not hold @mutex.
+ */
+int fiber_cond_wait(fiber_cond_t *cond, fiber_mutex_t *mutex)
+{
+	return cond_wait_until(cond, mutex, FB_NO_DEADLINE);
+}
+
+/*
+ * fiber_cond_timedwait - fiber_cond_wait() that gives up at @abstime
+ * (CLOCK_MONOTONIC).  @mutex is held again on every return but EINVAL and
+ * EPERM.  Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; ETIMEDOUT; EINVAL for NULL or a bad @abstime; EPERM if the
+ * caller does not hold @mutex.
+ */
+int fiber_cond_timedwait(fiber_cond_t *cond, fiber_mutex_t *mutex,
+			 const struct timespec *abstime)
+{
+	if (!fb_timespec_valid(abstime))
+		return EINVAL;
+	return cond_wait_until(cond, mutex, fb_deadline_from_timespec(abstime));
 }
 
 /*
@@ -113,13 +137,11 @@ int fiber_cond_signal(fiber_cond_t *cond)
 int fiber_cond_broadcast(fiber_cond_t *cond)
 {
 	struct fb_cond *c = FB_SYNC_OBJ(fb_cond, cond);
-	struct fb_list woken;
 
 	if (!cond)
 		return EINVAL;
 	fb_spin_lock(&c->lock);
-	fb_waitq_take_all(&c->waiters, &woken);
+	fb_waitq_wake_all(&c->waiters, 0, 0);
 	fb_spin_unlock(&c->lock);
-	fb_waitq_wake_all(&woken, 0, 0);
 	return 0;
 }

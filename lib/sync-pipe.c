@@ -65,8 +65,12 @@ struct read_req {
 static size_t ring_put(struct fb_pipe *p, const unsigned char *src, size_t len)
 {
 	size_t n = FB_MIN(len, p->capacity - p->count);
-	size_t tail = (p->head + p->count) % p->capacity;
-	size_t first = FB_MIN(n, p->capacity - tail);
+	size_t tail = p->head + p->count;
+	size_t first;
+
+	if (tail >= p->capacity) /* head, count < capacity: no division */
+		tail -= p->capacity;
+	first = FB_MIN(n, p->capacity - tail);
 
 	memcpy(p->ring + tail, src, first);
 	memcpy(p->ring, src + first, n - first);
@@ -83,7 +87,9 @@ static size_t ring_get(struct fb_pipe *p, unsigned char *dst, size_t len)
 
 	memcpy(dst, p->ring + p->head, first);
 	memcpy(dst + first, p->ring, n - first);
-	p->head = (p->head + n) % p->capacity;
+	p->head += n;
+	if (p->head >= p->capacity)
+		p->head -= p->capacity;
 	p->count -= n;
 	return n;
 }
@@ -169,12 +175,14 @@ int fiber_pipe_destroy(fiber_pipe_t *pipe)
  * Return: 0; EINVAL for NULL; EBADF if the read end is closed, before or
  * while the caller waits (*@done is then 0).
  */
-int fiber_pipe_read(fiber_pipe_t *pipe, void *buf, size_t len, size_t *done)
+static int read_until(fiber_pipe_t *pipe, void *buf, size_t len, size_t *done,
+		      uint64_t deadline)
 {
 	struct fb_pipe *p = pipe;
 	struct read_req rq;
 	struct fb_waiter w;
 	size_t n;
+	int err;
 
 	if (!p || (!buf && len) || !done)
 		return EINVAL;
@@ -198,9 +206,30 @@ int fiber_pipe_read(fiber_pipe_t *pipe, void *buf, size_t len, size_t *done)
 	fb_waiter_prepare(&w);
 	w.data = (uintptr_t)&rq;
 	fb_list_add_tail(&w.node, &p->readers);
-	fb_waiter_wait(&w, &p->lock);
+	err = fb_waiter_wait_timed(&w, &p->lock, deadline);
 	*done = rq.done;
-	return w.result;
+	return err;
+}
+
+int fiber_pipe_read(fiber_pipe_t *pipe, void *buf, size_t len, size_t *done)
+{
+	return read_until(pipe, buf, len, done, FB_NO_DEADLINE);
+}
+
+/*
+ * fiber_pipe_timedread - fiber_pipe_read() that gives up at @abstime
+ * (CLOCK_MONOTONIC) if no byte came.
+ * Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; ETIMEDOUT (*@done is 0); EINVAL for NULL or a bad @abstime;
+ * EBADF if the read end is closed.
+ */
+int fiber_pipe_timedread(fiber_pipe_t *pipe, void *buf, size_t len,
+			 size_t *done, const struct timespec *abstime)
+{
+	if (!fb_timespec_valid(abstime))
+		return EINVAL;
+	return read_until(pipe, buf, len, done,
+			  fb_deadline_from_timespec(abstime));
 }
 
 /*
@@ -211,8 +240,8 @@ int fiber_pipe_read(fiber_pipe_t *pipe, void *buf, size_t len, size_t *done)
  * Return: 0; EINVAL for NULL; EPIPE if the read end is closed, before or
  * while the caller waits; EBADF if the write end is.
  */
-int fiber_pipe_write(fiber_pipe_t *pipe, const void *buf, size_t len,
-		     size_t *done)
+static int write_until(fiber_pipe_t *pipe, const void *buf, size_t len,
+		       size_t *done, uint64_t deadline)
 {
 	struct fb_pipe *p = pipe;
 	const unsigned char *src = buf;
@@ -228,8 +257,10 @@ int fiber_pipe_write(fiber_pipe_t *pipe, const void *buf, size_t len,
 			err = p->write_closed ? EBADF : EPIPE;
 			break;
 		}
-		n += feed_readers(p, src + n, len - n);
-		n += ring_put(p, src + n, len - n);
+		if (!fb_list_empty(&p->readers))
+			n += feed_readers(p, src + n, len - n);
+		if (n < len)
+			n += ring_put(p, src + n, len - n);
 		if (n == len) {
 			if (p->count < p->capacity)
 				fb_waitq_wake_one(&p->writers, 0, 0);
@@ -237,12 +268,36 @@ int fiber_pipe_write(fiber_pipe_t *pipe, const void *buf, size_t len,
 		}
 		fb_waiter_prepare(&w);
 		fb_list_add_tail(&w.node, &p->writers);
-		fb_waiter_wait(&w, &p->lock);
+		if (fb_waiter_wait_timed(&w, &p->lock, deadline) == ETIMEDOUT) {
+			*done = n;
+			return ETIMEDOUT;
+		}
 		fb_spin_lock(&p->lock);
 	}
 	fb_spin_unlock(&p->lock);
 	*done = n;
 	return err;
+}
+
+int fiber_pipe_write(fiber_pipe_t *pipe, const void *buf, size_t len,
+		     size_t *done)
+{
+	return write_until(pipe, buf, len, done, FB_NO_DEADLINE);
+}
+
+/*
+ * fiber_pipe_timedwrite - fiber_pipe_write() that gives up at @abstime
+ * (CLOCK_MONOTONIC), with *@done telling how many bytes got in.
+ * Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; ETIMEDOUT; EINVAL for NULL or a bad @abstime; EPIPE; EBADF.
+ */
+int fiber_pipe_timedwrite(fiber_pipe_t *pipe, const void *buf, size_t len,
+			  size_t *done, const struct timespec *abstime)
+{
+	if (!fb_timespec_valid(abstime))
+		return EINVAL;
+	return write_until(pipe, buf, len, done,
+			   fb_deadline_from_timespec(abstime));
 }
 
 /*
@@ -254,7 +309,6 @@ int fiber_pipe_write(fiber_pipe_t *pipe, const void *buf, size_t len,
 int fiber_pipe_close_read(fiber_pipe_t *pipe)
 {
 	struct fb_pipe *p = pipe;
-	struct fb_list readers, writers;
 
 	if (!p)
 		return EINVAL;
@@ -266,11 +320,10 @@ int fiber_pipe_close_read(fiber_pipe_t *pipe)
 	p->read_closed = true;
 	p->head = 0;
 	p->count = 0;
-	fb_waitq_take_all(&p->readers, &readers);
-	fb_waitq_take_all(&p->writers, &writers);
+	/* Under the lock: timed waiters (sched-timer.c). */
+	fb_waitq_wake_all(&p->readers, EBADF, 0);
+	fb_waitq_wake_all(&p->writers, 0, 0);
 	fb_spin_unlock(&p->lock);
-	fb_waitq_wake_all(&readers, EBADF, 0);
-	fb_waitq_wake_all(&writers, 0, 0);
 	return 0;
 }
 
@@ -283,7 +336,6 @@ int fiber_pipe_close_read(fiber_pipe_t *pipe)
 int fiber_pipe_close_write(fiber_pipe_t *pipe)
 {
 	struct fb_pipe *p = pipe;
-	struct fb_list readers, writers;
 
 	if (!p)
 		return EINVAL;
@@ -294,10 +346,8 @@ int fiber_pipe_close_write(fiber_pipe_t *pipe)
 	}
 	p->write_closed = true;
 	/* Queued readers imply an empty ring: they get EOF. */
-	fb_waitq_take_all(&p->readers, &readers);
-	fb_waitq_take_all(&p->writers, &writers);
+	fb_waitq_wake_all(&p->readers, 0, 0);
+	fb_waitq_wake_all(&p->writers, 0, 0);
 	fb_spin_unlock(&p->lock);
-	fb_waitq_wake_all(&readers, 0, 0);
-	fb_waitq_wake_all(&writers, 0, 0);
 	return 0;
 }

@@ -54,12 +54,7 @@ int fiber_sem_destroy(fiber_sem_t *sem)
 	return err;
 }
 
-/*
- * fiber_sem_wait - take one unit of @sem, waiting for a post while there
- * is none.  Context: fiber (parks) or any other thread (blocks).
- * Return: 0; EINVAL for NULL.
- */
-int fiber_sem_wait(fiber_sem_t *sem)
+static int sem_wait_until(fiber_sem_t *sem, uint64_t deadline)
 {
 	struct fb_sem *s = FB_SYNC_OBJ(fb_sem, sem);
 	struct fb_waiter w;
@@ -76,9 +71,30 @@ int fiber_sem_wait(fiber_sem_t *sem)
 	}
 	fb_waiter_prepare(&w);
 	fb_list_add_tail(&w.node, &s->waiters);
-	fb_waiter_wait(&w, &s->lock);
-	/* The poster handed its unit over. */
-	return 0;
+	/* 0: the poster handed its unit over. */
+	return fb_waiter_wait_timed(&w, &s->lock, deadline);
+}
+
+/*
+ * fiber_sem_wait - take one unit of @sem, waiting for a post while there
+ * is none.  Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; EINVAL for NULL.
+ */
+int fiber_sem_wait(fiber_sem_t *sem)
+{
+	return sem_wait_until(sem, FB_NO_DEADLINE);
+}
+
+/*
+ * fiber_sem_timedwait - fiber_sem_wait() that gives up at @abstime
+ * (CLOCK_MONOTONIC).  Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; ETIMEDOUT (no unit taken); EINVAL for NULL or a bad @abstime.
+ */
+int fiber_sem_timedwait(fiber_sem_t *sem, const struct timespec *abstime)
+{
+	if (!fb_timespec_valid(abstime))
+		return EINVAL;
+	return sem_wait_until(sem, fb_deadline_from_timespec(abstime));
 }
 
 /*

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fuzz-env.c - the other LIBFIBER_* parsers: fb_parse_long, fb_parse_bool
+ * and fb_parse_stats.  The first input byte picks the parser and the
+ * bounds; the rest is the value.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+
+#include "env.h"
+#include "fuzz.h"
+
+static void check_err(int rc, const char *err, size_t len)
+{
+	if (rc != EINVAL || !memchr(err, '\0', len))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const long bounds[][2] = {
+		{ 1, 1024 }, { 0, 1000000 }, { LONG_MIN, LONG_MAX }, { -5, 5 },
+	};
+	char *v, err[256];
+	unsigned int pick;
+	long l = 3;
+	bool b = true;
+	enum fb_stats_mode m = FB_STATS_JSON;
+	int rc;
+
+	if (!size)
+		return 0;
+	pick = data[0];
+	v = fuzz_str(data + 1, size - 1, 256);
+	switch (pick % 3) {
+	case 0: {
+		const long *lim = bounds[(pick / 3) % 4];
+
+		rc = fb_parse_long("LIBFIBER_WORKERS", v, lim[0], lim[1], &l,
+				   err, sizeof(err));
+		if (rc) {
+			check_err(rc, err, sizeof(err));
+			if (l != 3)
+				abort();
+		} else if (l < lim[0] || l > lim[1]) {
+			abort();
+		}
+		break;
+	}
+	case 1:
+		rc = fb_parse_bool("LIBFIBER_BIND", v, &b, err, sizeof(err));
+		if (rc)
+			check_err(rc, err, sizeof(err));
+		else if (b != (v[0] == '1'))
+			abort();
+		break;
+	default:
+		rc = fb_parse_stats("LIBFIBER_STATS", v, &m, err, sizeof(err));
+		if (rc)
+			check_err(rc, err, sizeof(err));
+		else if (m != FB_STATS_OFF && m != FB_STATS_TABLE &&
+			 m != FB_STATS_JSON)
+			abort();
+		break;
+	}
+	free(v);
+	return 0;
+}

@@ -1,0 +1,54 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# test-httpd-wrk.sh HTTPD - a bounded load test: wrk with 64 connections for
+# 3 s against examples/httpd on 127.0.0.1.  Passes with zero socket errors,
+# zero non-2xx responses and a positive request rate.  Exit 77 (skip) only
+# when wrk is not installed (./dev setup installs it) or examples are off.
+set -u
+httpd=$1
+if ! command -v wrk >/dev/null 2>&1; then
+	echo "SKIP: wrk is not installed (apt-get install wrk, or ./dev setup)"
+	exit 77
+fi
+if [ ! -x "$httpd" ]; then
+	echo "SKIP: $httpd not built (-Dexamples=false)"
+	exit 77
+fi
+port=$((20000 + $$ % 20000))
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$httpd" --port "$port" --workers 2 &
+pid=$!
+# Wait (bounded) until the server accepts connections.
+i=0
+while ! wrk -c 1 -t 1 -d 1s "http://127.0.0.1:$port/" >/dev/null 2>&1; do
+	i=$((i + 1))
+	if [ $i -gt 50 ] || ! kill -0 $pid 2>/dev/null; then
+		echo "FAIL: httpd did not come up on port $port"
+		kill $pid 2>/dev/null
+		exit 1
+	fi
+	sleep 0.1
+done
+wrk -t 2 -c 64 -d 3s "http://127.0.0.1:$port/" >"$out" 2>&1
+rc=$?
+kill -INT $pid
+wait $pid
+src=$?
+cat "$out"
+[ $rc -eq 0 ] || { echo "FAIL: wrk exited with $rc"; exit 1; }
+[ $src -eq 0 ] || { echo "FAIL: httpd exited with $src after SIGINT"; exit 1; }
+if grep -q "Socket errors" "$out"; then
+	echo "FAIL: socket errors"
+	exit 1
+fi
+if grep -q "Non-2xx" "$out"; then
+	echo "FAIL: non-2xx responses"
+	exit 1
+fi
+rate=$(awk '/^Requests\/sec:/ { print int($2) }' "$out")
+if [ -z "$rate" ] || [ "$rate" -le 0 ]; then
+	echo "FAIL: no request rate"
+	exit 1
+fi
+echo "PASS: $rate requests/s"

@@ -1,0 +1,554 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-io.c - fiber-aware fd I/O over loopback and socket pairs: 1,000
+ * concurrent echo clients against a fiber-per-connection echo server with
+ * every byte verified; read timeouts (ETIMEDOUT) and poll timeouts; a peer
+ * that closes or resets mid-request while the server keeps serving others;
+ * an acceptor hitting EMFILE backs off instead of spinning; partial
+ * readv/writev; a refused connect; a foreign thread blocking in poll(2);
+ * and an idle runtime that does not burn CPU.
+ *
+ * Assertions are on bytes, errnos and counters.  The one time-based check
+ * is the idle test's CPU time, which the issue asks for: CPU time, not
+ * wall clock, with a wide margin.  Fibers never call cmocka assertions.
+ */
+#include <fiber.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define MS 1000000ull
+#define NR_CLIENTS 1000
+#define ROUNDS 5
+
+static int setup(void **state)
+{
+	struct fiber_config c = { 0 };
+
+	(void)state;
+	signal(SIGPIPE, SIG_IGN);
+	c.workers = 2;
+	return fiber_init(&c);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	return fiber_shutdown();
+}
+
+static fiber_t spawn(void *(*fn)(void *), void *arg)
+{
+	fiber_t f;
+
+	assert_int_equal(fiber_create(&f, NULL, fn, arg), 0);
+	return f;
+}
+
+static long join(fiber_t f)
+{
+	void *r = NULL;
+
+	assert_int_equal(fiber_join(f, &r), 0);
+	return (long)r;
+}
+
+/* ---- the echo server (as examples/echo-server.c) ------------------------ */
+
+struct server {
+	int lfd;
+	struct sockaddr_in addr;
+	atomic_bool stop;
+	atomic_long accepts;	/* accept attempts */
+	atomic_long emfile;	/* of which EMFILE */
+	atomic_long eof, reset; /* connection ends seen by the server */
+	atomic_long live;	/* connection fibers running */
+	fiber_t acceptor;
+};
+
+static struct server srv;
+
+static void *serve(void *arg)
+{
+	int fd = (int)(long)arg;
+	char buf[4096];
+	ssize_t n;
+
+	while ((n = fiber_read(fd, buf, sizeof(buf))) > 0)
+		if (fiber_write(fd, buf, (size_t)n) != n)
+			break;
+	if (n == 0)
+		atomic_fetch_add(&srv.eof, 1);
+	else if (n < 0 && errno == ECONNRESET)
+		atomic_fetch_add(&srv.reset, 1);
+	close(fd);
+	atomic_fetch_sub(&srv.live, 1);
+	return NULL;
+}
+
+static void *accept_loop(void *arg)
+{
+	fiber_attr_t attr;
+	fiber_t f;
+	int fd;
+
+	(void)arg;
+	fiber_attr_init(&attr);
+	fiber_attr_setdetachstate(&attr, FIBER_CREATE_DETACHED);
+	while (!atomic_load(&srv.stop)) {
+		atomic_fetch_add(&srv.accepts, 1);
+		fd = fiber_accept(srv.lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE) {
+				atomic_fetch_add(&srv.emfile, 1);
+				fiber_sleep(10 * MS); /* back off */
+			}
+			continue;
+		}
+		atomic_fetch_add(&srv.live, 1);
+		if (fiber_create(&f, &attr, serve, (void *)(long)fd)) {
+			close(fd);
+			atomic_fetch_sub(&srv.live, 1);
+		}
+	}
+	return NULL;
+}
+
+static void server_start(void)
+{
+	socklen_t len = sizeof(srv.addr);
+	int one = 1;
+
+	memset(&srv, 0, sizeof(srv));
+	srv.addr.sin_family = AF_INET;
+	srv.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	srv.lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	assert_true(srv.lfd >= 0);
+	setsockopt(srv.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(srv.lfd, (struct sockaddr *)&srv.addr,
+			      sizeof(srv.addr)),
+			 0);
+	assert_int_equal(listen(srv.lfd, 4096), 0);
+	assert_int_equal(getsockname(srv.lfd, (struct sockaddr *)&srv.addr, &len),
+			 0);
+	srv.acceptor = spawn(accept_loop, NULL);
+}
+
+/* Stop the acceptor (shutdown wakes it) and wait for the connections. */
+static void server_stop(void)
+{
+	atomic_store(&srv.stop, true);
+	shutdown(srv.lfd, SHUT_RDWR);
+	join(srv.acceptor);
+	while (atomic_load(&srv.live) > 0)
+		fiber_usleep(1000);
+	close(srv.lfd);
+}
+
+static int client_socket(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd >= 0 && fiber_connect(fd, (struct sockaddr *)&srv.addr,
+				     sizeof(srv.addr), 10000)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* ---- 1,000 echo clients ------------------------------------------------ */
+
+static atomic_long verified;
+
+static bool read_exact(int fd, unsigned char *buf, size_t len)
+{
+	ssize_t n;
+
+	for (size_t got = 0; got < len; got += (size_t)n)
+		if ((n = fiber_read(fd, buf + got, len - got)) <= 0)
+			return false;
+	return true;
+}
+
+static void *echo_client(void *arg)
+{
+	long id = (long)arg;
+	unsigned char out[3000], in[3000];
+	size_t len;
+	int fd = client_socket();
+
+	if (fd < 0)
+		return (void *)-1L;
+	for (int r = 0; r < ROUNDS; r++) {
+		len = 1 + (size_t)(id * 31 + r * 977) % sizeof(out);
+		for (size_t i = 0; i < len; i++)
+			out[i] = (unsigned char)(id + r + i * 7);
+		if (fiber_write(fd, out, len) != (ssize_t)len ||
+		    !read_exact(fd, in, len) || memcmp(in, out, len)) {
+			close(fd);
+			return (void *)-2L;
+		}
+		atomic_fetch_add(&verified, (long)len);
+	}
+	close(fd);
+	return (void *)0L;
+}
+
+static long expected_bytes(long nr)
+{
+	long sum = 0;
+
+	for (long id = 0; id < nr; id++)
+		for (int r = 0; r < ROUNDS; r++)
+			sum += 1 + (id * 31 + r * 977) % 3000;
+	return sum;
+}
+
+static void test_io_echo_many_concurrent_clients(void **state)
+{
+	struct rlimit rl;
+	fiber_t *f;
+	long nr = NR_CLIENTS;
+
+	(void)state;
+	/* Each client costs two fds (its socket and the server's end). */
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur < 2 * NR_CLIENTS + 64) {
+		nr = ((long)rl.rlim_cur - 64) / 2;
+		print_message("# RLIMIT_NOFILE hard limit %ld: %ld clients\n",
+			      (long)rl.rlim_cur, nr);
+	}
+	assert_true(nr > 0);
+	atomic_store(&verified, 0);
+	server_start();
+	f = calloc((size_t)nr, sizeof(*f));
+	assert_non_null(f);
+	for (long i = 0; i < nr; i++)
+		f[i] = spawn(echo_client, (void *)i);
+	for (long i = 0; i < nr; i++)
+		assert_int_equal(join(f[i]), 0);
+	free(f);
+	assert_int_equal(atomic_load(&verified), expected_bytes(nr));
+	server_stop();
+	assert_int_equal(atomic_load(&srv.eof), nr);
+	assert_true(fiber_stats_counter("io_waits") > 0);
+	assert_true(fiber_stats_counter("io_events") > 0);
+}
+
+/* ---- timeouts ------------------------------------------------------------ */
+
+static int pair[2];
+
+static void *timed_read(void *arg)
+{
+	char c;
+	ssize_t n = fiber_read(pair[0], &c, 1);
+
+	(void)arg;
+	return (void *)(long)(n < 0 ? -errno : n);
+}
+
+static void *poll_timeout(void *arg)
+{
+	(void)arg;
+	return (void *)(long)fiber_poll(pair[0], POLLIN, 5);
+}
+
+static void test_io_read_on_silent_socket_times_out(void **state)
+{
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 10000 };
+	char c;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
+				    pair),
+			 0);
+	assert_int_equal(setsockopt(pair[0], SOL_SOCKET, SO_RCVTIMEO, &tv,
+				    sizeof(tv)),
+			 0);
+	assert_int_equal(join(spawn(timed_read, NULL)), -ETIMEDOUT);
+	assert_int_equal(join(spawn(poll_timeout, NULL)), 0);
+	/* A foreign thread blocks in poll(2) and times out the same way. */
+	assert_int_equal(fiber_read(pair[0], &c, 1), -1);
+	assert_int_equal(errno, ETIMEDOUT);
+	assert_int_equal(fiber_poll(pair[0], POLLIN, 5), 0);
+	assert_int_equal(fiber_poll(pair[1], POLLOUT, -1) & POLLOUT, POLLOUT);
+	close(pair[0]);
+	close(pair[1]);
+}
+
+static void *late_writer(void *arg)
+{
+	(void)arg;
+	fiber_sleep(2 * MS);
+	return (void *)(long)fiber_write(pair[1], "ping", 4);
+}
+
+static void test_io_foreign_thread_reads_what_a_fiber_writes(void **state)
+{
+	char buf[8];
+	fiber_t w;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
+				    pair),
+			 0);
+	w = spawn(late_writer, NULL);
+	assert_int_equal(fiber_read(pair[0], buf, sizeof(buf)), 4);
+	assert_memory_equal(buf, "ping", 4);
+	assert_int_equal(join(w), 4);
+	close(pair[0]);
+	close(pair[1]);
+}
+
+/* ---- peers that go away ------------------------------------------------- */
+
+static void test_io_peer_close_mid_request_server_keeps_serving(void **state)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	int a, b;
+
+	(void)state;
+	server_start();
+	/* A half-sent request, then an orderly close: the server sees EOF. */
+	a = client_socket();
+	assert_true(a >= 0);
+	assert_int_equal(fiber_write(a, "GET / HT", 8), 8);
+	close(a);
+	/* A reset (linger 0) after the server has echoed: ECONNRESET. */
+	b = client_socket();
+	assert_true(b >= 0);
+	assert_int_equal(fiber_write(b, "x", 1), 1);
+	assert_int_equal(fiber_poll(b, POLLIN, 10000) & POLLIN, POLLIN);
+	setsockopt(b, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(b);
+	while (atomic_load(&srv.eof) + atomic_load(&srv.reset) < 2)
+		fiber_usleep(1000);
+	assert_int_equal(atomic_load(&srv.reset), 1);
+	/* And others are still served. */
+	atomic_store(&verified, 0);
+	assert_int_equal(join(spawn(echo_client, (void *)7L)), 0);
+	assert_int_equal(atomic_load(&verified), expected_bytes(8) -
+							 expected_bytes(7));
+	server_stop();
+}
+
+static void *reader_of_reset(void *arg)
+{
+	char buf[16];
+	ssize_t n = fiber_read((int)(long)arg, buf, sizeof(buf));
+
+	return (void *)(long)(n < 0 ? -errno : n);
+}
+
+static void test_io_reset_reaches_the_reading_fiber(void **state)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int l, c, s;
+	fiber_t r;
+
+	(void)state;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 4), 0);
+	getsockname(l, (struct sockaddr *)&a, &len);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	assert_int_equal(fiber_connect(c, (struct sockaddr *)&a, sizeof(a), 5000),
+			 0);
+	s = fiber_accept(l, NULL, NULL, 0);
+	assert_true(s >= 0);
+	/* The reader parks on the poller; then the peer resets. */
+	r = spawn(reader_of_reset, (void *)(long)s);
+	fiber_usleep(2000);
+	setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(c);
+	assert_int_equal(join(r), -ECONNRESET);
+	close(s);
+	close(l);
+}
+
+static void test_io_connect_refused(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0), c;
+
+	(void)state;
+	/* A port nobody listens on: bound, then closed. */
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	getsockname(l, (struct sockaddr *)&a, &len);
+	close(l);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	assert_int_equal(fiber_connect(c, (struct sockaddr *)&a, sizeof(a), 5000),
+			 -1);
+	assert_int_equal(errno, ECONNREFUSED);
+	close(c);
+}
+
+/* ---- EMFILE --------------------------------------------------------------- */
+
+static void test_io_accept_emfile_backs_off(void **state)
+{
+	struct rlimit old, low;
+	int c[4], top = 0;
+
+	(void)state;
+	server_start();
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	/* Descriptors for the clients now; then no more for anyone. */
+	for (int i = 0; i < 4; i++) {
+		c[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		assert_true(c[i] >= 0);
+		top = c[i] > top ? c[i] : top;
+	}
+	low = old;
+	low.rlim_cur = (rlim_t)top + 1;
+	for (int fd = top + 1; fd < top + 64; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			low.rlim_cur = (rlim_t)fd + 1; /* keep what is open */
+	atomic_store(&srv.accepts, 0);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	for (int i = 0; i < 4; i++)
+		connect(c[i], (struct sockaddr *)&srv.addr, sizeof(srv.addr));
+	usleep(200000); /* a bounded run: 200 ms at EMFILE */
+	/* Without the back-off this would be millions of attempts. */
+	assert_true(atomic_load(&srv.emfile) > 0);
+	assert_true(atomic_load(&srv.accepts) < 100);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	for (int i = 0; i < 4; i++)
+		close(c[i]);
+	server_stop();
+}
+
+/* ---- partial readv / writev ---------------------------------------------- */
+
+#define VEC_LEN (1 << 20)
+
+static void *vec_reader(void *arg)
+{
+	unsigned char *buf = malloc(3 * VEC_LEN);
+	struct iovec iov[2];
+	size_t got = 0;
+	ssize_t n;
+	long bad = 0;
+
+	(void)arg;
+	while (got < 3 * VEC_LEN) {
+		iov[0].iov_base = buf + got;
+		iov[0].iov_len = (3 * VEC_LEN - got) / 2;
+		iov[1].iov_base = buf + got + iov[0].iov_len;
+		iov[1].iov_len = 3 * VEC_LEN - got - iov[0].iov_len;
+		n = fiber_readv(pair[0], iov, 2);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	for (size_t i = 0; i < got; i++)
+		bad += buf[i] != (unsigned char)(i % 251);
+	free(buf);
+	return (void *)(long)(got == 3 * VEC_LEN && !bad);
+}
+
+static void *vec_writer(void *arg)
+{
+	unsigned char *buf = malloc(3 * VEC_LEN);
+	struct iovec iov[3];
+	ssize_t n;
+
+	(void)arg;
+	for (size_t i = 0; i < 3 * VEC_LEN; i++)
+		buf[i] = (unsigned char)(i % 251);
+	for (int i = 0; i < 3; i++) {
+		iov[i].iov_base = buf + (size_t)i * VEC_LEN;
+		iov[i].iov_len = VEC_LEN;
+	}
+	n = fiber_writev(pair[1], iov, 3);
+	free(buf);
+	return (void *)(long)n;
+}
+
+static void test_io_writev_finishes_partial_writes(void **state)
+{
+	fiber_t r, w;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
+				    pair),
+			 0);
+	r = spawn(vec_reader, NULL);
+	w = spawn(vec_writer, NULL);
+	assert_int_equal(join(w), 3 * VEC_LEN);
+	assert_int_equal(join(r), 1);
+	close(pair[0]);
+	close(pair[1]);
+}
+
+/* ---- idle CPU ----------------------------------------------------------- */
+
+static uint64_t cpu_ns(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
+}
+
+static void test_io_idle_runtime_burns_no_cpu(void **state)
+{
+	uint64_t before, used;
+
+	(void)state;
+	/* The poller exists (earlier tests did I/O); let poll windows end. */
+	usleep(50000);
+	before = cpu_ns();
+	usleep(300000);
+	used = cpu_ns() - before;
+	print_message("# idle: %llu us of CPU over 300 ms, 2 workers\n",
+		      (unsigned long long)(used / 1000));
+	assert_true(used < 30 * MS);
+	assert_true(fiber_stats_counter("epoll_sleeps") > 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_io_echo_many_concurrent_clients),
+		cmocka_unit_test(test_io_read_on_silent_socket_times_out),
+		cmocka_unit_test(test_io_foreign_thread_reads_what_a_fiber_writes),
+		cmocka_unit_test(test_io_peer_close_mid_request_server_keeps_serving),
+		cmocka_unit_test(test_io_reset_reaches_the_reading_fiber),
+		cmocka_unit_test(test_io_connect_refused),
+		cmocka_unit_test(test_io_accept_emfile_backs_off),
+		cmocka_unit_test(test_io_writev_finishes_partial_writes),
+		cmocka_unit_test(test_io_idle_runtime_burns_no_cpu),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-overflow.c - a fiber that runs off its stack is reported by name and
+ * size and the process aborts; any other segfault in a fiber is left to the
+ * previous handler.  Each case runs in a forked child whose stderr the
+ * parent collects.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fiber.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1 /* a sanitizer's SIGSEGV handler reports other faults */
+#else
+#define SANITIZED 0
+#endif
+
+/* Each frame touches its 1 KiB on the way down, so the first access past
+ * the end of the stack lands in the guard page. */
+__attribute__((noinline)) static int recurse(int depth)
+{
+	volatile char pad[1024];
+
+	for (size_t i = 0; i < sizeof(pad); i += 64)
+		pad[i] = (char)depth;
+	if (depth < 0)
+		return 0; /* never: keeps the compiler's recursion check quiet */
+	return recurse(depth + 1) + pad[(unsigned int)depth % sizeof(pad)];
+}
+
+static void *overflow(void *arg)
+{
+	(void)arg;
+	return (void *)(long)recurse(0);
+}
+
+static void *wild_write(void *arg)
+{
+	*(volatile int *)arg = 1;
+	return NULL;
+}
+
+/* The child: one worker, one fiber named @name running @fn. */
+static void child(void *(*fn)(void *), void *arg, const char *name,
+		  size_t stack)
+{
+	struct fiber_config c = { 0 };
+	fiber_attr_t a;
+	fiber_t f;
+
+	/* cmocka catches SIGSEGV in its tests; here it must reach us. */
+	signal(SIGSEGV, SIG_DFL);
+	c.workers = 1;
+	if (fiber_init(&c) || fiber_attr_init(&a) ||
+	    fiber_attr_setname(&a, name) || fiber_attr_setstacksize(&a, stack) ||
+	    fiber_create(&f, &a, fn, arg))
+		_exit(3);
+	fiber_join(f, NULL);
+	_exit(0);
+}
+
+/* Run child() in a fork; return its wait status and its stderr in @err. */
+static int run_child(void *(*fn)(void *), void *arg, const char *name,
+		     size_t stack, char *err, size_t len)
+{
+	int fds[2], status;
+	size_t n = 0;
+	ssize_t r;
+	pid_t pid;
+
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		dup2(fds[1], STDERR_FILENO);
+		child(fn, arg, name, stack);
+	}
+	close(fds[1]);
+	while (n < len - 1 && (r = read(fds[0], err + n, len - 1 - n)) > 0)
+		n += (size_t)r;
+	err[n] = '\0';
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+static void test_overflow_guard_page_names_fiber_and_aborts(void **state)
+{
+	char err[8192];
+	int st;
+
+	(void)state;
+	st = run_child(overflow, NULL, "deep", 64 * 1024, err, sizeof(err));
+	if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT))
+		fprintf(stderr, "# child status %#x, stderr:\n%s\n", st, err);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGABRT);
+	assert_non_null(strstr(err, "libfiber: fiber "));
+	assert_non_null(strstr(err, "\"deep\" overflowed its 64K stack"));
+	assert_non_null(strstr(err, "(fault at 0x"));
+}
+
+static void test_overflow_report_gives_size_rounded_to_pages(void **state)
+{
+	char err[8192];
+	int st;
+
+	(void)state;
+	/* 20 KiB + 1 byte is rounded up to whole pages: 24K. */
+	st = run_child(overflow, NULL, "odd", 20 * 1024 + 1, err, sizeof(err));
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGABRT);
+	assert_non_null(strstr(err, "\"odd\" overflowed its 24K stack"));
+}
+
+static void test_overflow_other_segfault_passes_through(void **state)
+{
+	char err[8192];
+	int st;
+
+	(void)state;
+	st = run_child(wild_write, (void *)16, "wild", 64 * 1024, err,
+		       sizeof(err));
+	assert_null(strstr(err, "overflowed"));
+	assert_false(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!SANITIZED) {
+		assert_true(WIFSIGNALED(st));
+		assert_int_equal(WTERMSIG(st), SIGSEGV);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_overflow_guard_page_names_fiber_and_aborts),
+		cmocka_unit_test(test_overflow_report_gives_size_rounded_to_pages),
+		cmocka_unit_test(test_overflow_other_segfault_passes_through),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

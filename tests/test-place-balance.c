@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * test-place-balance.c - load balancing decisions (heuristics.md 1.6,
+ * section 4 ASYM_PACKING with seed 001's fixes, 5(b) in periodic
+ * balancing), white box and pure: a synthetic view, a filled snapshot, one
+ * balance(dst, d, kind) per assertion.
+ */
+#include "place-sim.h"
+
+#define A1 "pack:1 l3:1 core:4 pu:1"
+#define A2 "pack:1 l3:1 core:2 pu:2"
+#define N1 "pack:2 numa:1 l3:4 core:2 pu:1"
+
+static void open_asym(struct sim *s, const char *spec, bool xml)
+{
+	sim_open(s, spec, xml, FB_VIEW_ASYM_PACKING);
+	sim_features(FB_FEAT_BIT(ASYM_PACKING), 0);
+}
+
+/*
+ * balance - one balance(dst, d, kind): find, then, when there is something
+ * to pull, offer the busiest worker's lone running fiber @f and finish.
+ */
+static enum fb_lb_verdict balance(struct sim *s, struct fb_lb_env *e,
+				  struct fb_domain *d, int dst,
+				  enum fb_idle_kind kind,
+				  const struct fb_pfiber *f)
+{
+	enum fb_lb_verdict r;
+
+	fb_place_lb_init(e, &s->v, d, dst, kind, 100 * MS, 100);
+	r = fb_place_lb_find(e);
+	if (r == FB_LB_PULL) {
+		struct fb_lb_candidate c = { f, true, false };
+
+		fb_place_lb_detach(e, &c, 1);
+	}
+	fb_place_lb_finish(e, r, r == FB_LB_PULL ? f : NULL);
+	return r;
+}
+
+/* ---- H3 ----------------------------------------------------------------- */
+
+static void test_place_balance_h3_1_lone_fiber_moves_up(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+	struct fb_pfiber f;
+
+	(void)state;
+	open_asym(&s, A1, false);
+	sim_fiber(&f, NULL);
+	sim_set(&s, 3, 1);
+	assert_int_equal(balance(&s, &e, s.sv->sd[0], 0, FB_LB_IDLE, &f),
+			 FB_LB_PULL);
+	assert_int_equal(e.busiest.type, FB_GROUP_ASYM_PACKING);
+	assert_int_equal(e.type, FB_MIGRATE_TASK);
+	assert_int_equal(e.src, 3);
+	assert_int_equal(e.nr_moved, 0);
+	assert_true(e.active);
+	fb_place_request_push(&s.v, e.src, 0);
+	assert_int_equal(s.pw[3].push_target, 0);
+	assert_true(s.pw[3].state & FB_WS_NEED_RESCHED);
+	/* F now on 0: no idle worker pulls it back. */
+	sim_set(&s, 3, 0);
+	sim_set(&s, 0, 1);
+	for (int dst = 1; dst < 4; dst++) {
+		balance(&s, &e, s.sv->sd[dst], dst, FB_LB_IDLE, &f);
+		assert_false(e.active);
+	}
+	sim_close(&s);
+
+	sim_open(&s, A1, false, 0);
+	sim_features(0, FB_FEAT_BIT(ASYM_PACKING));
+	sim_set(&s, 3, 1);
+	assert_int_equal(balance(&s, &e, s.sv->sd[0], 0, FB_LB_IDLE, &f),
+			 FB_LB_BALANCED);
+	assert_false(e.active);
+	sim_close(&s);
+}
+
+static void test_place_balance_h3_2_lowest_priority_first(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+	struct fb_pfiber g;
+
+	(void)state;
+	open_asym(&s, A1, false);
+	sim_fiber(&g, NULL);
+	sim_set(&s, 2, 1);
+	sim_set(&s, 3, 1);
+	assert_int_equal(balance(&s, &e, s.sv->sd[0], 0, FB_LB_IDLE, &g),
+			 FB_LB_PULL);
+	assert_true(
+		fb_wmask_test(&s.sv->sd[0]->groups[e.busiest_group].span, 3));
+	assert_int_equal(e.src, 3);
+	assert_true(e.active);
+	sim_close(&s);
+}
+
+static void test_place_balance_h3_3_busy_destination(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+	struct fb_pfiber f;
+
+	(void)state;
+	open_asym(&s, A1, false);
+	sim_fiber(&f, NULL);
+	sim_set(&s, 0, 1);
+	sim_set(&s, 3, 1);
+	assert_int_equal(balance(&s, &e, s.sv->sd[0], 0, FB_LB_BUSY, &f),
+			 FB_LB_BALANCED);
+	assert_true(e.busiest.type != FB_GROUP_ASYM_PACKING);
+	assert_false(e.active);
+	/* Second case: busiest is {2}, overloaded with the highest load. */
+	sim_set(&s, 1, 1);
+	sim_set(&s, 2, 3);
+	sim_set(&s, 3, 2);
+	fb_place_lb_init(&e, &s.v, s.sv->sd[1], 1, FB_LB_BUSY, 100 * MS, 100);
+	assert_int_equal(fb_place_lb_find(&e), FB_LB_PULL);
+	assert_int_equal(e.busiest.type, FB_GROUP_OVERLOADED);
+	assert_true(
+		fb_wmask_test(&s.sv->sd[1]->groups[e.busiest_group].span, 2));
+	assert_int_equal(e.src, 2);
+	assert_int_equal(e.type, FB_MIGRATE_LOAD);
+	assert_int_equal(e.imbalance, 768); /* min(1280, 768) x 1024 / 1024 */
+	sim_close(&s);
+}
+
+static void test_place_balance_h3_4_smt_core_must_be_idle(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+	struct fb_pfiber f;
+	struct fb_domain *llc;
+
+	(void)state;
+	open_asym(&s, A2, false);
+	sim_fiber(&f, NULL);
+	llc = sim_level(&s, 0, "LLC", 0);
+	sim_set(&s, 2, 1);
+	assert_int_equal(balance(&s, &e, llc, 0, FB_LB_IDLE, &f), FB_LB_PULL);
+	assert_int_equal(e.src, 2);
+	assert_true(e.active);
+	sim_set(&s, 1, 1); /* (b) G runs on 1 */
+	llc->nr_balance_failed = 0;
+	assert_int_equal(balance(&s, &e, llc, 0, FB_LB_IDLE, &f),
+			 FB_LB_BALANCED);
+	assert_false(e.active);
+	sim_close(&s);
+}
+
+static void test_place_balance_h3_5_help_busy_better_core(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+	struct fb_pfiber a;
+
+	(void)state;
+	open_asym(&s, A2, false);
+	sim_fiber(&a, NULL);
+	sim_set(&s, 0, 1);
+	sim_set(&s, 1, 1);
+	assert_int_equal(balance(&s, &e, sim_level(&s, 2, "LLC", 0), 2,
+				 FB_LB_IDLE, &a),
+			 FB_LB_PULL);
+	assert_int_equal(e.busiest.type, FB_GROUP_SMT_BALANCE);
+	assert_int_equal(e.src, 0);
+	assert_true(e.active);
+	sim_close(&s);
+}
+
+static void test_place_balance_h3_6_kinds_move_to_big(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+	struct fb_pfiber f;
+
+	(void)state;
+	open_asym(&s, "a1-kinds.xml", true);
+	sim_fiber(&f, NULL);
+	assert_true(fb_asym_prefer(s.sv, 2, 3) && fb_asym_prefer(s.sv, 3, 0) &&
+		    fb_asym_prefer(s.sv, 0, 1));
+	sim_set(&s, 0, 1);
+	assert_int_equal(balance(&s, &e, s.sv->sd[2], 2, FB_LB_IDLE, &f),
+			 FB_LB_PULL);
+	assert_int_equal(e.src, 0);
+	assert_true(e.active);
+	sim_set(&s, 0, 0);
+	sim_set(&s, 2, 1);
+	for (int dst = 0; dst < 4; dst++) {
+		if (dst == 2)
+			continue;
+		s.sv->sd[dst]->nr_balance_failed = 0;
+		balance(&s, &e, s.sv->sd[dst], dst, FB_LB_IDLE, &f);
+		assert_false(e.active);
+	}
+	sim_close(&s);
+}
+
+/* ---- H4-5 --------------------------------------------------------------- */
+
+static enum fb_lb_verdict numa_balance(int nr, uint64_t off, long *imb)
+{
+	struct sim s;
+	struct fb_lb_env e;
+	enum fb_lb_verdict r;
+
+	sim_open(&s, N1, false, 0);
+	sim_features(0, off);
+	for (int i = 0; i < nr; i++)
+		sim_set(&s, i, 1);
+	fb_place_lb_init(&e, &s.v, sim_level(&s, 8, "NUMA", 0), 8, FB_LB_IDLE,
+			 100 * MS, 100);
+	r = fb_place_lb_find(&e);
+	*imb = e.imbalance;
+	sim_close(&s);
+	return r;
+}
+
+static void test_place_balance_h4_5_numa_allowance(void **state)
+{
+	long imb;
+
+	(void)state;
+	assert_int_equal(numa_balance(2, 0, &imb), FB_LB_BALANCED);
+	assert_int_equal(imb, 0);
+	assert_int_equal(numa_balance(3, 0, &imb), FB_LB_PULL);
+	assert_int_equal(imb, 1);
+	assert_int_equal(numa_balance(2, FB_FEAT_BIT(NUMA_IMB), &imb),
+			 FB_LB_PULL);
+	assert_int_equal(imb, 1);
+}
+
+/* ---- 1.6 steps 1, 6 and 7 ----------------------------------------------- */
+
+static void test_place_balance_only_first_idle_worker_balances(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+
+	(void)state;
+	sim_open(&s, "pack:1 l3:2 core:4 pu:1", false, 0); /* T2 */
+	sim_set(&s, 4, 3);
+	sim_set(&s, 0, 1);
+	fb_place_lb_init(&e, &s.v, sim_level(&s, 2, "PKG", 0), 2, FB_LB_IDLE, 0,
+			 0);
+	assert_int_equal(fb_place_lb_find(&e), FB_LB_SKIP); /* 1 goes first */
+	fb_place_lb_init(&e, &s.v, sim_level(&s, 1, "PKG", 0), 1, FB_LB_IDLE, 0,
+			 0);
+	assert_int_equal(fb_place_lb_find(&e), FB_LB_PULL);
+	assert_int_equal(e.src, 4);
+	/* newly idle: any idle worker */
+	fb_place_lb_init(&e, &s.v, sim_level(&s, 2, "PKG", 0), 2,
+			 FB_LB_NEWLY_IDLE, 0, 0);
+	assert_int_equal(fb_place_lb_find(&e), FB_LB_PULL);
+	sim_close(&s);
+}
+
+static void test_place_balance_detach_rules(void **state)
+{
+	cpu_set_t *pin = sim_mask(2, 4, 5, -1);
+	struct sim s;
+	struct fb_lb_env e;
+	struct fb_pfiber f[4];
+	struct fb_lb_candidate c[4];
+	struct fb_domain *d;
+
+	(void)state;
+	sim_open(&s, "pack:1 l3:2 core:4 pu:1", false, 0);
+	d = sim_level(&s, 0, "PKG", 0);
+	sim_set(&s, 4, 4);
+	for (int k = 0; k < 4; k++) {
+		sim_fiber(&f[k], NULL);
+		f[k].last_ran_ns = 0;
+		c[k] = (struct fb_lb_candidate){ &f[k], false, false };
+	}
+	c[0].running = true;
+	sim_fiber(&f[1], pin);
+	f[2].last_ran_ns = 100 * MS - 100 * US; /* cache hot */
+	fb_place_lb_init(&e, &s.v, d, 0, FB_LB_IDLE, 100 * MS, 100);
+	assert_int_equal(fb_place_lb_find(&e), FB_LB_PULL);
+	assert_int_equal(e.src, 4);
+	e.imbalance = 3;
+	e.type = FB_MIGRATE_TASK;
+	assert_int_equal(fb_place_lb_detach(&e, c, 4), 1);
+	assert_false(c[0].move); /* running */
+	assert_false(c[1].move); /* pinned */
+	assert_false(c[2].move); /* hot */
+	assert_true(c[3].move);
+	assert_true(e.flags & FB_LBF_SOME_PINNED);
+	assert_false(e.flags & FB_LBF_ALL_PINNED);
+	assert_true(e.flags & FB_LBF_DST_PINNED); /* 2 is in dst's group */
+	assert_int_equal(e.new_dst, 2);
+	/* After enough failures a hot fiber may move. */
+	c[3].move = false;
+	d->nr_balance_failed = (unsigned)d->cache_nice_tries + 1;
+	e.imbalance = 3;
+	e.flags = 0;
+	assert_int_equal(fb_place_lb_detach(&e, c, 4), 2);
+	assert_true(c[2].move);
+	/* Newly idle: one fiber at most. */
+	c[2].move = c[3].move = false;
+	e.idle = FB_LB_NEWLY_IDLE;
+	e.imbalance = 3;
+	assert_int_equal(fb_place_lb_detach(&e, c, 4), 1);
+	sim_close(&s);
+	CPU_FREE(pin);
+}
+
+static void test_place_balance_finish_counts_and_intervals(void **state)
+{
+	cpu_set_t *pin = sim_mask(3, -1);
+	struct sim s;
+	struct fb_lb_env e;
+	struct fb_pfiber f[2];
+	struct fb_lb_candidate c[2];
+	struct fb_domain *d;
+	atomic_int *imb;
+
+	(void)state;
+	sim_open(&s, "pack:1 l3:2 core:4 pu:1", false, 0);
+	d = sim_level(&s, 0, "LLC", 0);
+	imb = &d->parent->groups[d->parent->local_group].state->imbalanced;
+	/* balanced: the interval doubles up to max_interval */
+	for (int k = 0; k < 4; k++) {
+		fb_place_lb_init(&e, &s.v, d, 0, FB_LB_IDLE, 0, 0);
+		fb_place_lb_finish(&e, fb_place_lb_find(&e), NULL);
+	}
+	assert_int_equal(d->balance_interval, d->max_interval);
+	/* everything pinned away from 0: the parent's group is imbalanced */
+	sim_set(&s, 3, 2);
+	for (int k = 0; k < 2; k++) {
+		sim_fiber(&f[k], pin);
+		c[k] = (struct fb_lb_candidate){ &f[k], k == 0, false };
+	}
+	sim_fiber(&f[1], sim_mask(2, 3, -1));
+	fb_place_lb_init(&e, &s.v, d, 0, FB_LB_IDLE, 100 * MS, 100);
+	assert_int_equal(fb_place_lb_find(&e), FB_LB_PULL);
+	assert_int_equal(fb_place_lb_detach(&e, c, 2), 0);
+	assert_true(e.flags & FB_LBF_SOME_PINNED);
+	fb_place_lb_finish(&e, FB_LB_PULL, &f[0]);
+	assert_int_equal(fb_load_relaxed(imb), 1);
+	/* all pinned: no failure counted, the interval may pass max */
+	assert_int_equal(d->nr_balance_failed, 0);
+	assert_int_equal(d->balance_interval, 2 * d->max_interval);
+	/* a balanced pass clears the bit */
+	sim_set(&s, 3, 0);
+	fb_place_lb_init(&e, &s.v, d, 0, FB_LB_IDLE, 0, 0);
+	fb_place_lb_finish(&e, fb_place_lb_find(&e), NULL);
+	assert_int_equal(fb_load_relaxed(imb), 0);
+	assert_int_equal(d->nr_balance_failed, 0);
+	CPU_FREE(f[1].allowed);
+	sim_close(&s);
+	CPU_FREE(pin);
+}
+
+static void test_place_balance_imbalanced_bit_forces_one_task(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+	struct fb_domain *d;
+	int k;
+
+	(void)state;
+	sim_open(&s, "pack:1 l3:2 core:4 pu:1", false, 0);
+	d = sim_level(&s, 0, "PKG", 0);
+	for (int i = 4; i < 8; i++)
+		sim_set(&s, i, 1);
+	k = sim_group_of(d, 4);
+	fb_store_relaxed(&d->groups[k].state->imbalanced, 1);
+	fb_place_lb_init(&e, &s.v, d, 0, FB_LB_IDLE, 0, 0);
+	assert_int_equal(fb_place_lb_find(&e), FB_LB_PULL);
+	assert_int_equal(e.busiest.type, FB_GROUP_IMBALANCED);
+	assert_int_equal(e.type, FB_MIGRATE_TASK);
+	assert_int_equal(e.imbalance, 1);
+	fb_store_relaxed(&d->groups[k].state->imbalanced, 0);
+	sim_close(&s);
+}
+
+static void test_place_balance_active_after_repeated_failures(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+	struct fb_pfiber f;
+	struct fb_domain *d;
+
+	(void)state;
+	sim_open(&s, "pack:1 l3:2 core:4 pu:1", false, 0);
+	d = sim_level(&s, 0, "PKG", 0);
+	sim_fiber(&f, NULL);
+	for (int i = 4; i < 6; i++)
+		sim_set(&s, i, 1);
+	sim_set(&s, 6, 1);
+	/* LLC1 has 3 single fibers, LLC0 idle: move tasks, but each fiber
+	 * runs: the push comes once nr_balance_failed > tries + 2. */
+	for (int k = 1; k <= 4; k++) {
+		balance(&s, &e, d, 0, FB_LB_IDLE, &f);
+		assert_int_equal(e.type, FB_MIGRATE_TASK);
+		assert_int_equal(e.active, k == 4);
+	}
+	assert_int_equal(d->nr_balance_failed,
+			 (unsigned)d->cache_nice_tries + 1);
+	sim_close(&s);
+}
+
+static void test_place_pick_victim_with_and_without_view(void **state)
+{
+	struct sim s;
+
+	(void)state;
+	sim_open(&s, "pack:1 l3:2 core:4 pu:1", false, 0);
+	sim_set(&s, 5, 3);
+	sim_set(&s, 2, 2);
+	assert_int_equal(fb_place_pick_victim(&s.v, 0), 2); /* own LLC first */
+	sim_set(&s, 2, 1);
+	assert_int_equal(fb_place_pick_victim(&s.v, 0), 5);
+	sim_set(&s, 0, 1);
+	assert_int_equal(fb_place_pick_victim(&s.v, 0), -1); /* not idle */
+	s.v.topo = NULL;
+	assert_int_equal(fb_place_pick_victim(&s.v, 0), 5);
+	sim_set(&s, 5, 1);
+	assert_int_equal(fb_place_pick_victim(&s.v, 0), -1);
+	sim_close(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_place_balance_h3_1_lone_fiber_moves_up),
+		cmocka_unit_test(test_place_balance_h3_2_lowest_priority_first),
+		cmocka_unit_test(test_place_balance_h3_3_busy_destination),
+		cmocka_unit_test(test_place_balance_h3_4_smt_core_must_be_idle),
+		cmocka_unit_test(test_place_balance_h3_5_help_busy_better_core),
+		cmocka_unit_test(test_place_balance_h3_6_kinds_move_to_big),
+		cmocka_unit_test(test_place_balance_h4_5_numa_allowance),
+		cmocka_unit_test(
+			test_place_balance_only_first_idle_worker_balances),
+		cmocka_unit_test(test_place_balance_detach_rules),
+		cmocka_unit_test(
+			test_place_balance_finish_counts_and_intervals),
+		cmocka_unit_test(
+			test_place_balance_imbalanced_bit_forces_one_task),
+		cmocka_unit_test(
+			test_place_balance_active_after_repeated_failures),
+		cmocka_unit_test(test_place_pick_victim_with_and_without_view),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-timer.c - timers through the public API: sleeps wake in deadline
+ * order; the timed variants of cond, sem, chan and pipe time out with
+ * ETIMEDOUT and succeed when served in time, from fibers and from a
+ * foreign thread; a timeout racing with a wake is won by exactly one side
+ * (no semaphore unit lost or given twice).
+ *
+ * Assertions are on order and outcomes, never on durations.  Fibers never
+ * call cmocka assertions; they record results and the test thread checks.
+ */
+#include <fiber.h>
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#define MS 1000000ull
+
+static struct timespec in_ms(long ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
+static int setup(void **state)
+{
+	struct fiber_config c = { 0 };
+
+	(void)state;
+	c.workers = 2;
+	return fiber_init(&c);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	return fiber_shutdown();
+}
+
+static fiber_t spawn_on(int worker, void *(*fn)(void *), void *arg)
+{
+	fiber_attr_t attr;
+	cpu_set_t set;
+	fiber_t f;
+
+	assert_int_equal(fiber_attr_init(&attr), 0);
+	if (worker >= 0) {
+		CPU_ZERO(&set);
+		CPU_SET(worker, &set);
+		assert_int_equal(fiber_attr_setaffinity(&attr, sizeof(set), &set),
+				 0);
+	}
+	assert_int_equal(fiber_create(&f, &attr, fn, arg), 0);
+	fiber_attr_destroy(&attr);
+	return f;
+}
+
+static long join(fiber_t f)
+{
+	void *r = NULL;
+
+	assert_int_equal(fiber_join(f, &r), 0);
+	return (long)r;
+}
+
+/* ---- sleeps in deadline order ------------------------------------------ */
+
+#define NR_SLEEPERS 8
+static atomic_int wake_seq;
+static int woke_at[NR_SLEEPERS];
+
+static uint64_t sleep_base;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleeper @i sleeps until sleep_base + i * 4 ms: the deadlines do not
+ * depend on when each fiber first runs. */
+static void *sleeper(void *arg)
+{
+	long i = (long)arg;
+	uint64_t until = sleep_base + (uint64_t)i * 4 * MS, now = now_ns();
+
+	if (now >= until)
+		return (void *)-1L; /* too late to say anything about order */
+	fiber_sleep(until - now);
+	woke_at[i] = atomic_fetch_add(&wake_seq, 1);
+	return NULL;
+}
+
+static void test_timer_sleeps_wake_in_deadline_order(void **state)
+{
+	fiber_t f[NR_SLEEPERS];
+	long before = fiber_stats_counter("timers_fired");
+
+	(void)state;
+	atomic_store(&wake_seq, 0);
+	sleep_base = now_ns() + 100 * MS;
+	/* Created longest first, all on one worker: one heap orders them. */
+	for (long i = NR_SLEEPERS - 1; i >= 0; i--)
+		f[i] = spawn_on(0, sleeper, (void *)i);
+	for (int i = 0; i < NR_SLEEPERS; i++)
+		assert_int_equal(join(f[i]), 0);
+	for (int i = 0; i < NR_SLEEPERS; i++)
+		assert_int_equal(woke_at[i], i);
+	assert_true(fiber_stats_counter("timers_fired") - before >=
+		    NR_SLEEPERS);
+}
+
+static void *sleep_zero(void *arg)
+{
+	(void)arg;
+	fiber_sleep(0);
+	fiber_usleep(100);
+	return (void *)1L;
+}
+
+static void test_timer_sleep_zero_and_foreign_thread(void **state)
+{
+	(void)state;
+	assert_int_equal(join(spawn_on(-1, sleep_zero, NULL)), 1);
+	fiber_usleep(100); /* main thread: a plain sleep */
+	fiber_sleep(1000);
+}
+
+/* ---- cond ---------------------------------------------------------------- */
+
+static fiber_mutex_t mtx = FIBER_MUTEX_INITIALIZER;
+static fiber_cond_t cond = FIBER_COND_INITIALIZER;
+static int flag;
+
+static void *cond_timeout(void *arg)
+{
+	struct timespec ts = in_ms(10);
+	int err;
+
+	(void)arg;
+	fiber_mutex_lock(&mtx);
+	err = fiber_cond_timedwait(&cond, &mtx, &ts);
+	/* The mutex is held again: unlock must succeed. */
+	if (fiber_mutex_unlock(&mtx))
+		return (void *)-1L;
+	return (void *)(long)err;
+}
+
+static void *cond_waiter(void *arg)
+{
+	struct timespec ts = in_ms(30000);
+	int err = 0;
+
+	(void)arg;
+	fiber_mutex_lock(&mtx);
+	while (!flag && !err)
+		err = fiber_cond_timedwait(&cond, &mtx, &ts);
+	fiber_mutex_unlock(&mtx);
+	return (void *)(long)err;
+}
+
+static void *cond_signaller(void *arg)
+{
+	(void)arg;
+	fiber_sleep(2 * MS);
+	fiber_mutex_lock(&mtx);
+	flag = 1;
+	fiber_cond_broadcast(&cond);
+	fiber_mutex_unlock(&mtx);
+	return NULL;
+}
+
+static void test_timer_cond_timedwait(void **state)
+{
+	struct timespec bad = { .tv_sec = 0, .tv_nsec = 2000000000 };
+	fiber_t w, s;
+
+	(void)state;
+	assert_int_equal(join(spawn_on(-1, cond_timeout, NULL)), ETIMEDOUT);
+	assert_int_equal(fiber_mutex_lock(&mtx), 0);
+	assert_int_equal(fiber_cond_timedwait(&cond, &mtx, &bad), EINVAL);
+	bad = in_ms(5); /* from the main thread */
+	assert_int_equal(fiber_cond_timedwait(&cond, &mtx, &bad), ETIMEDOUT);
+	assert_int_equal(fiber_mutex_unlock(&mtx), 0);
+	flag = 0;
+	w = spawn_on(-1, cond_waiter, NULL);
+	s = spawn_on(-1, cond_signaller, NULL);
+	assert_int_equal(join(w), 0);
+	join(s);
+}
+
+/* ---- sem ----------------------------------------------------------------- */
+
+static fiber_sem_t sem;
+
+static void *sem_timed(void *arg)
+{
+	struct timespec ts = in_ms((long)arg);
+
+	return (void *)(long)fiber_sem_timedwait(&sem, &ts);
+}
+
+static void *sem_poster(void *arg)
+{
+	(void)arg;
+	fiber_sleep(2 * MS);
+	fiber_sem_post(&sem);
+	return NULL;
+}
+
+static void test_timer_sem_timedwait(void **state)
+{
+	struct timespec ts;
+	fiber_t w, p;
+	int v;
+
+	(void)state;
+	assert_int_equal(fiber_sem_init(&sem, 0), 0);
+	assert_int_equal(join(spawn_on(-1, sem_timed, (void *)5L)), ETIMEDOUT);
+	ts = in_ms(5);
+	assert_int_equal(fiber_sem_timedwait(&sem, &ts), ETIMEDOUT);
+	w = spawn_on(-1, sem_timed, (void *)30000L);
+	p = spawn_on(-1, sem_poster, NULL);
+	assert_int_equal(join(w), 0);
+	join(p);
+	assert_int_equal(fiber_sem_getvalue(&sem, &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(fiber_sem_destroy(&sem), 0);
+}
+
+/* Timeouts racing with posts: every unit posted is either taken by a
+ * waiter that reports success or left in the semaphore. */
+#define RACE_WAITERS 200
+#define RACE_POSTS 100
+static atomic_int race_ok;
+
+static void *race_waiter(void *arg)
+{
+	struct timespec ts = in_ms(1 + (long)arg % 4);
+
+	if (fiber_sem_timedwait(&sem, &ts) == 0)
+		atomic_fetch_add(&race_ok, 1);
+	return NULL;
+}
+
+static void *race_poster(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < RACE_POSTS; i++) {
+		fiber_sem_post(&sem);
+		if (i % 8 == 0)
+			fiber_usleep(100);
+	}
+	return NULL;
+}
+
+static void test_timer_timeout_races_with_post(void **state)
+{
+	fiber_t f[RACE_WAITERS + 1];
+	int v;
+
+	(void)state;
+	atomic_store(&race_ok, 0);
+	assert_int_equal(fiber_sem_init(&sem, 0), 0);
+	for (long i = 0; i < RACE_WAITERS; i++)
+		f[i] = spawn_on(-1, race_waiter, (void *)i);
+	f[RACE_WAITERS] = spawn_on(-1, race_poster, NULL);
+	for (int i = 0; i <= RACE_WAITERS; i++)
+		join(f[i]);
+	assert_int_equal(fiber_sem_getvalue(&sem, &v), 0);
+	assert_int_equal(atomic_load(&race_ok) + v, RACE_POSTS);
+	assert_int_equal(fiber_sem_destroy(&sem), 0);
+}
+
+/* ---- chan ---------------------------------------------------------------- */
+
+static fiber_chan_t *chan;
+
+static void *chan_timed_send(void *arg)
+{
+	struct timespec ts = in_ms((long)arg);
+	int v = 42;
+
+	return (void *)(long)fiber_chan_timedsend(chan, &v, &ts);
+}
+
+static void *chan_timed_recv(void *arg)
+{
+	struct timespec ts = in_ms((long)arg);
+	int v = 0, err = fiber_chan_timedrecv(chan, &v, &ts);
+
+	return (void *)(long)(err ? -err : v);
+}
+
+static void *chan_late_recv(void *arg)
+{
+	int v = 0;
+
+	(void)arg;
+	fiber_sleep(2 * MS);
+	fiber_chan_recv(chan, &v);
+	return (void *)(long)v;
+}
+
+static void *chan_late_send(void *arg)
+{
+	int v = 7;
+
+	(void)arg;
+	fiber_sleep(2 * MS);
+	return (void *)(long)fiber_chan_send(chan, &v);
+}
+
+static void test_timer_chan_timed(void **state)
+{
+	fiber_t a, b;
+
+	(void)state;
+	assert_int_equal(fiber_chan_create(&chan, sizeof(int), 0), 0);
+	assert_int_equal(join(spawn_on(-1, chan_timed_send, (void *)5L)),
+			 ETIMEDOUT);
+	assert_int_equal(join(spawn_on(-1, chan_timed_recv, (void *)5L)),
+			 -ETIMEDOUT);
+	a = spawn_on(-1, chan_timed_send, (void *)30000L);
+	b = spawn_on(-1, chan_late_recv, NULL);
+	assert_int_equal(join(a), 0);
+	assert_int_equal(join(b), 42);
+	a = spawn_on(-1, chan_timed_recv, (void *)30000L);
+	b = spawn_on(-1, chan_late_send, NULL);
+	assert_int_equal(join(a), 7);
+	assert_int_equal(join(b), 0);
+	assert_int_equal(fiber_chan_destroy(chan), 0);
+}
+
+/* ---- pipe ---------------------------------------------------------------- */
+
+static fiber_pipe_t *pipe_;
+
+static void *pipe_timed_read(void *arg)
+{
+	struct timespec ts = in_ms((long)arg);
+	char buf[8];
+	size_t done = 99;
+	int err = fiber_pipe_timedread(pipe_, buf, sizeof(buf), &done, &ts);
+
+	return (void *)(long)(err ? -err : (long)done);
+}
+
+static void *pipe_timed_write(void *arg)
+{
+	struct timespec ts = in_ms((long)arg);
+	char buf[32] = { 0 };
+	size_t done = 0;
+	int err = fiber_pipe_timedwrite(pipe_, buf, sizeof(buf), &done, &ts);
+
+	return (void *)(long)(err ? -err : (long)done);
+}
+
+static void *pipe_late_write(void *arg)
+{
+	size_t done;
+
+	(void)arg;
+	fiber_sleep(2 * MS);
+	fiber_pipe_write(pipe_, "abc", 3, &done);
+	return NULL;
+}
+
+static void *pipe_late_drain(void *arg)
+{
+	char buf[64];
+	size_t done, total = 0;
+
+	(void)arg;
+	fiber_sleep(2 * MS);
+	while (total < 16 + 32 &&
+	       fiber_pipe_read(pipe_, buf, sizeof(buf), &done) == 0 && done)
+		total += done;
+	return (void *)(long)total;
+}
+
+static void test_timer_pipe_timed(void **state)
+{
+	fiber_t a, b;
+	size_t done;
+
+	(void)state;
+	assert_int_equal(fiber_pipe_create(&pipe_, 16), 0);
+	assert_int_equal(join(spawn_on(-1, pipe_timed_read, (void *)5L)),
+			 -ETIMEDOUT);
+	a = spawn_on(-1, pipe_timed_read, (void *)30000L);
+	b = spawn_on(-1, pipe_late_write, NULL);
+	assert_int_equal(join(a), 3);
+	join(b);
+	/* 32 bytes into 16: times out with the first 16 in. */
+	assert_int_equal(join(spawn_on(-1, pipe_timed_write, (void *)5L)),
+			 -ETIMEDOUT);
+	a = spawn_on(-1, pipe_timed_write, (void *)30000L);
+	b = spawn_on(-1, pipe_late_drain, NULL);
+	assert_int_equal(join(a), 32);
+	assert_int_equal(join(b), 48);
+	assert_int_equal(fiber_pipe_write(pipe_, "x", 1, &done), 0);
+	assert_int_equal(fiber_pipe_destroy(pipe_), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_timer_sleeps_wake_in_deadline_order),
+		cmocka_unit_test(test_timer_sleep_zero_and_foreign_thread),
+		cmocka_unit_test(test_timer_cond_timedwait),
+		cmocka_unit_test(test_timer_sem_timedwait),
+		cmocka_unit_test(test_timer_timeout_races_with_post),
+		cmocka_unit_test(test_timer_chan_timed),
+		cmocka_unit_test(test_timer_pipe_timed),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
