@@ -180,7 +180,7 @@ void bench_json_uint(const char *key, unsigned long long v)
 void bench_json_double(const char *key, double v)
 {
 	json_key(key);
-	printf("%.17g", v);
+	printf("%.10g", v);
 }
 
 void bench_json_str(const char *key, const char *v)

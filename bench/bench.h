@@ -62,7 +62,7 @@ int bench_worker_cpu(unsigned int w);
  *	 "features":STR}
  *
  * printed as bench_json_open(), the parameters, bench_json_metrics(), the
- * metrics, bench_json_close().  Numbers are printed with %.17g (doubles) or
+ * metrics, bench_json_close().  Numbers are printed with %.10g (doubles) or
  * as whole numbers; the driver bench/compare reads "metrics".
  */
 void bench_json_open(const char *bench, const char *mode);
@@ -82,7 +82,8 @@ void bench_json_close(const char *features);
  * thread, merged at the end (no sharing while measuring).
  */
 #define BENCH_HIST_SUB_BITS 6
-#define BENCH_HIST_BUCKETS ((64 - BENCH_HIST_SUB_BITS + 1) << BENCH_HIST_SUB_BITS)
+#define BENCH_HIST_BUCKETS                                                     \
+	((64 - BENCH_HIST_SUB_BITS + 1) << BENCH_HIST_SUB_BITS)
 
 struct bench_hist {
 	uint64_t count;

@@ -138,12 +138,15 @@ static void print_result(const struct options *o, const struct run *r,
 		       rate);
 		return;
 	}
-	printf("{\"bench\":\"create-join\",\"from\":\"%s\",\"workers\":%u,"
-	       "\"fibers\":%lu,\"batch\":%lu,\"ns_per_fiber\":%.1f,"
-	       "\"fibers_per_sec\":%.0f,\"features\":\"",
-	       from, o->workers, o->fibers, o->batch, ns, rate);
-	bench_json_string(features);
-	printf("\"}\n");
+	bench_json_open("create-join", "fiber");
+	bench_json_str("from", from);
+	bench_json_uint("workers", o->workers);
+	bench_json_uint("fibers", o->fibers);
+	bench_json_uint("batch", o->batch);
+	bench_json_metrics();
+	bench_json_double("ns_per_fiber", ns);
+	bench_json_double("fibers_per_sec", rate);
+	bench_json_close(features);
 }
 
 static const char usage_text[] =
@@ -159,7 +162,8 @@ static const char usage_text[] =
 	"                   who creates: a fiber pinned to worker 0\n"
 	"                   (default) or the main thread\n"
 	"  --features STR   fiber_sched_features_set(STR) after fiber_init\n"
-	"  --json           one JSON object on one line\n"
+	"  --json           one JSON object on one line: bench, mode,\n"
+	"                   params, metrics, features\n"
 	"  --help           this text\n"
 	"\n"
 	"A warm-up of 1% of N fibers runs first, untimed; then\n"

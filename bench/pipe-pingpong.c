@@ -21,9 +21,16 @@
  *	ns_per_roundtrip   = elapsed_ns / loops
  *	roundtrips_per_sec = pairs * loops / elapsed_s
  *
- * With one pair they are each other's inverse.  At the end ping closes its
- * write end; pong sees end of file and reports how many tokens it echoed,
- * which must be the warm-up plus the measured loops.
+ * With one pair they are each other's inverse.  With --duration S instead of
+ * --loops, each ping side bounces until S seconds have passed since the gate
+ * (it reads the clock every DEADLINE_EVERY round trips), the pairs may end
+ * with different counts, and loops above stands for their mean.  At the end
+ * ping closes its write end; pong sees end of file and reports how many
+ * tokens it echoed, which must be the warm-up plus the measured loops.
+ *
+ * --latency times every measured round trip on its own (two clock reads,
+ * ~20-50 ns, added to each round trip) into a per-pair histogram, merged at
+ * the end into the percentiles p50, p90, p99 and p99.9.
  *
  * Placement: "same" puts both sides of pair i on worker i % N, "split" puts
  * ping on worker i % N and pong on worker (i + 1) % N.  The threads baseline
@@ -34,8 +41,10 @@
 #define _GNU_SOURCE 1 /* CPU_SET, pthread_attr_setaffinity_np */
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -56,6 +65,11 @@
 #define PAIRS_MAX 100000UL
 #define WORKERS_MAX 4096UL
 #define LOOPS_MAX 1000000000000UL
+#define DURATION_MAX 86400UL
+/* Warm-up round trips per pair with --duration (with --loops: 1%). */
+#define WARMUP_DURATION 1000UL
+/* With --duration, read the clock every this many round trips: ~0.1-5 ms. */
+#define DEADLINE_EVERY 64UL
 /* Returned by the receive functions at end of file (not an errno). */
 #define END_OF_STREAM (-1)
 
@@ -66,10 +80,14 @@ struct options {
 	unsigned long pairs;
 	unsigned long loops;
 	unsigned long thread_loops; /* 0: min(loops, THREAD_LOOPS_CAP) */
+	uint64_t duration_ns;	    /* 0: run --loops round trips */
 	unsigned int workers;
 	enum placement placement;
 	bool fibers;
 	bool threads;
+	bool os_pipes; /* fibers over OS pipes through the poller */
+	bool latency;
+	bool loops_set; /* --loops given */
 	bool json;
 	const char *features;
 };
@@ -94,7 +112,10 @@ struct pair {
 	fiber_pipe_t *pipe[NR_DIRS];
 	int fd[NR_DIRS][2]; /* [dir][0] read end, [dir][1] write end */
 	unsigned long warmup;
-	unsigned long loops;
+	unsigned long loops;	 /* ULONG_MAX with a duration */
+	uint64_t duration_ns;	 /* 0: run @loops round trips */
+	struct bench_hist *hist; /* with --latency; ping side only */
+	unsigned long done;	 /* measured round trips */
 	uint64_t start_ns;
 	uint64_t end_ns;
 	unsigned long echoed;
@@ -104,8 +125,9 @@ struct pair {
 
 struct result {
 	const char *mode;
-	unsigned long loops;
+	unsigned long total; /* round trips of every pair */
 	uint64_t elapsed_ns;
+	struct bench_hist *hist; /* NULL without --latency */
 };
 
 const char bench_name[] = PROG;
@@ -215,6 +237,43 @@ static const struct transport thread_transport = {
 	.gate = os_wait_gate,
 };
 
+/* OS-pipe transport for fibers: fiber_read(2)/fiber_write(2) on
+ * non-blocking OS pipes, parking on the runtime's epoll poller. */
+
+static int ospipe_send(struct pair *p, enum dir d, uint32_t token)
+{
+	ssize_t n = fiber_write(p->fd[d][1], &token, sizeof(token));
+
+	if (n < 0)
+		return errno;
+	return n == sizeof(token) ? 0 : EIO;
+}
+
+static int ospipe_recv(struct pair *p, enum dir d, uint32_t *token)
+{
+	unsigned char *buf = (unsigned char *)token;
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < sizeof(*token)) {
+		n = fiber_read(p->fd[d][0], buf + got, sizeof(*token) - got);
+		if (n < 0)
+			return errno;
+		if (!n)
+			return got ? EPROTO : END_OF_STREAM;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+static const struct transport ospipe_transport = {
+	.mode = "os-pipes",
+	.send = ospipe_send,
+	.recv = ospipe_recv,
+	.close_send = os_close_send,
+	.gate = fiber_wait_gate,
+};
+
 /*
  * The two sides, common to both transports.  They are inlined into one entry
  * point per transport so that the calls through @tp become direct ones, and
@@ -240,9 +299,40 @@ static inline int bounce(const struct transport *tp, struct pair *p,
 	return err;
 }
 
+/*
+ * The measured round trips, starting with @token: @p->loops of them, or
+ * until the clock passes @deadline (0: none).  Return: how many ran.
+ */
+static inline unsigned long measure(const struct transport *tp, struct pair *p,
+				    uint32_t token, uint64_t deadline,
+				    int *errp)
+{
+	unsigned long i = 0;
+	uint64_t t0, t1 = 0;
+	int err = 0;
+
+	while (!err && i < p->loops) {
+		if (p->hist) {
+			t0 = bench_now_ns();
+			err = bounce(tp, p, token++);
+			t1 = bench_now_ns();
+			bench_hist_add(p->hist, t1 - t0);
+		} else {
+			err = bounce(tp, p, token++);
+		}
+		i++;
+		if (!deadline || (!p->hist && i % DEADLINE_EVERY))
+			continue;
+		if ((p->hist ? t1 : bench_now_ns()) >= deadline)
+			break;
+	}
+	*errp = err;
+	return i;
+}
+
 static inline void ping_side(const struct transport *tp, struct pair *p)
 {
-	uint64_t start, end;
+	uint64_t start, end, deadline = 0;
 	uint32_t token = 0;
 	unsigned long i;
 	int err = 0;
@@ -252,8 +342,10 @@ static inline void ping_side(const struct transport *tp, struct pair *p)
 	/* Pass the gate even after an error: the others wait for us. */
 	tp->gate();
 	start = bench_now_ns();
-	for (i = 0; i < p->loops && !err; i++)
-		err = bounce(tp, p, token++);
+	if (p->duration_ns)
+		deadline = start + p->duration_ns;
+	if (!err)
+		p->done = measure(tp, p, token, deadline, &err);
 	end = bench_now_ns();
 	p->start_ns = start;
 	p->end_ns = end;
@@ -312,6 +404,18 @@ static void *thread_pong(void *arg)
 	return NULL;
 }
 
+static void *ospipe_ping(void *arg)
+{
+	ping_side(&ospipe_transport, arg);
+	return NULL;
+}
+
+static void *ospipe_pong(void *arg)
+{
+	pong_side(&ospipe_transport, arg);
+	return NULL;
+}
+
 /* Placement of the two sides of pair @i: worker ids in 0..workers-1. */
 static unsigned int ping_worker(const struct options *o, unsigned long i)
 {
@@ -334,18 +438,25 @@ static struct pair *pairs_alloc(const struct options *o, unsigned long loops)
 	if (!pairs)
 		bench_die("out of memory for %lu pairs", o->pairs);
 	for (i = 0; i < o->pairs; i++) {
-		pairs[i].loops = loops;
-		pairs[i].warmup = loops / 100 ? loops / 100 : 1;
+		pairs[i].loops = o->duration_ns ? ULONG_MAX : loops;
+		pairs[i].duration_ns = o->duration_ns;
+		if (o->duration_ns)
+			pairs[i].warmup = WARMUP_DURATION;
+		else
+			pairs[i].warmup = loops / 100 ? loops / 100 : 1;
+		if (o->latency)
+			pairs[i].hist = bench_hist_alloc();
 	}
 	return pairs;
 }
 
 /*
- * Check every pair and return the elapsed time of the run: the latest end
- * minus the earliest start.
+ * Check every pair and fill @r: the round trips of every pair, their
+ * latency histograms merged, and the elapsed time of the run, the latest
+ * end minus the earliest start.  Frees the pairs' histograms.
  */
-static uint64_t pairs_check(const struct pair *pairs, unsigned long nr,
-			    const char *mode)
+static void pairs_check(struct pair *pairs, unsigned long nr, const char *mode,
+			struct result *r)
 {
 	uint64_t start = UINT64_MAX, end = 0;
 	const struct pair *p;
@@ -359,13 +470,25 @@ static uint64_t pairs_check(const struct pair *pairs, unsigned long nr,
 		if (p->pong_err > 0)
 			bench_die("%s pair %lu: pong side: %s", mode, i,
 				  strerror(p->pong_err));
-		if (p->echoed != p->warmup + p->loops)
+		if (p->echoed != p->warmup + p->done)
 			bench_die("%s pair %lu: pong echoed %lu, expected %lu",
-				  mode, i, p->echoed, p->warmup + p->loops);
+				  mode, i, p->echoed, p->warmup + p->done);
 		start = p->start_ns < start ? p->start_ns : start;
 		end = p->end_ns > end ? p->end_ns : end;
+		r->total += p->done;
 	}
-	return end - start;
+	r->mode = mode;
+	r->elapsed_ns = end - start;
+	if (!pairs[0].hist)
+		return;
+	r->hist = pairs[0].hist;
+	for (i = 1; i < nr; i++) {
+		bench_hist_merge(r->hist, pairs[i].hist);
+		free(pairs[i].hist);
+	}
+	if (r->hist->count != r->total)
+		bench_die("%s: %llu round trips timed, %lu run", mode,
+			  (unsigned long long)r->hist->count, r->total);
 }
 
 /* Fiber mode. */
@@ -429,9 +552,7 @@ static void run_fibers(const struct options *o, struct result *r)
 		f[i] = fiber_start(ping_worker(o, i), fiber_ping, &pairs[i]);
 	fiber_join_all(f, 2 * o->pairs);
 
-	r->mode = "fiber";
-	r->loops = o->loops;
-	r->elapsed_ns = pairs_check(pairs, o->pairs, "fiber");
+	pairs_check(pairs, o->pairs, "fiber", r);
 	for (i = 0; i < o->pairs; i++)
 		for (d = 0; d < NR_DIRS; d++)
 			fiber_pipe_destroy(pairs[i].pipe[d]);
@@ -440,24 +561,38 @@ static void run_fibers(const struct options *o, struct result *r)
 	free(pairs);
 }
 
-/* Threads mode. */
-
-/* The CPU standing for worker @w: the w-th CPU the process may use. */
-static int worker_cpu(unsigned int w)
+/* OS-pipes mode: fibers, but the pipes are the kernel's (non-blocking). */
+static void run_os_pipes(const struct options *o, struct result *r)
 {
-	cpu_set_t allowed;
-	int cpu, nth = 0, nr;
+	struct pair *pairs = pairs_alloc(o, o->loops);
+	fiber_t *f = calloc(2 * o->pairs, sizeof(*f));
+	unsigned long i;
+	int d;
 
-	if (sched_getaffinity(0, sizeof(allowed), &allowed))
-		bench_die("sched_getaffinity: %s", strerror(errno));
-	nr = CPU_COUNT(&allowed);
-	w %= nr;
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-		if (CPU_ISSET(cpu, &allowed) && nth++ == (int)w)
-			return cpu;
-	}
-	return 0;
+	if (!f)
+		bench_die("out of memory for %lu fibers", 2 * o->pairs);
+	fiber_barrier_init(&fiber_gate, o->pairs);
+	for (i = 0; i < o->pairs; i++)
+		for (d = 0; d < NR_DIRS; d++)
+			if (pipe2(pairs[i].fd[d], O_NONBLOCK | O_CLOEXEC))
+				bench_die("pipe2: %s", strerror(errno));
+	for (i = 0; i < o->pairs; i++)
+		f[o->pairs + i] =
+			fiber_start(pong_worker(o, i), ospipe_pong, &pairs[i]);
+	for (i = 0; i < o->pairs; i++)
+		f[i] = fiber_start(ping_worker(o, i), ospipe_ping, &pairs[i]);
+	fiber_join_all(f, 2 * o->pairs);
+
+	pairs_check(pairs, o->pairs, "os-pipes", r);
+	for (i = 0; i < o->pairs; i++)
+		for (d = 0; d < NR_DIRS; d++)
+			close(pairs[i].fd[d][0]);
+	fiber_barrier_destroy(&fiber_gate);
+	free(f);
+	free(pairs);
 }
+
+/* Threads mode. */
 
 static pthread_t thread_start(unsigned int worker, void *(*fn)(void *),
 			      void *arg)
@@ -468,7 +603,7 @@ static pthread_t thread_start(unsigned int worker, void *(*fn)(void *),
 	int err;
 
 	CPU_ZERO(&set);
-	CPU_SET(worker_cpu(worker), &set);
+	CPU_SET(bench_worker_cpu(worker), &set);
 	pthread_attr_init(&attr);
 	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
 	err = pthread_create(&t, &attr, fn, arg);
@@ -509,9 +644,7 @@ static void run_threads(const struct options *o, struct result *r)
 	for (i = 0; i < 2 * o->pairs; i++)
 		pthread_join(t[i], NULL);
 
-	r->mode = "threads";
-	r->loops = loops;
-	r->elapsed_ns = pairs_check(pairs, o->pairs, "threads");
+	pairs_check(pairs, o->pairs, "threads", r);
 	for (i = 0; i < o->pairs; i++)
 		for (d = 0; d < NR_DIRS; d++)
 			close(pairs[i].fd[d][0]);
@@ -522,15 +655,22 @@ static void run_threads(const struct options *o, struct result *r)
 
 /* Output. */
 
-static double ns_per_roundtrip(const struct result *r)
+/* The mean round trips per pair (exactly --loops without --duration). */
+static double loops_per_pair(const struct options *o, const struct result *r)
 {
-	return (double)r->elapsed_ns / r->loops;
+	return (double)r->total / o->pairs;
 }
 
-static double roundtrips_per_sec(const struct options *o,
-				 const struct result *r)
+/* ns_per_roundtrip = elapsed_ns / (total / pairs) */
+static double ns_per_roundtrip(const struct options *o, const struct result *r)
 {
-	return (double)o->pairs * r->loops * 1e9 / r->elapsed_ns;
+	return (double)r->elapsed_ns / loops_per_pair(o, r);
+}
+
+/* roundtrips_per_sec = total / elapsed_s */
+static double roundtrips_per_sec(const struct result *r)
+{
+	return (double)r->total * 1e9 / r->elapsed_ns;
 }
 
 static const char *placement_name(const struct options *o)
@@ -538,16 +678,54 @@ static const char *placement_name(const struct options *o)
 	return o->placement == PLACE_SPLIT ? "split" : "same";
 }
 
+static const double pcts[] = { 50, 90, 99, 99.9 };
+static const char *const pct_names[] = { "p50_ns", "p90_ns", "p99_ns",
+					 "p99.9_ns" };
+#define NR_PCTS (sizeof(pcts) / sizeof(pcts[0]))
+
 static void print_json(const struct options *o, const struct result *r,
 		       const char *features)
 {
-	printf("{\"bench\":\"pipe-pingpong\",\"mode\":\"%s\",\"workers\":%u,"
-	       "\"pairs\":%lu,\"loops\":%lu,\"ns_per_roundtrip\":%.1f,"
-	       "\"roundtrips_per_sec\":%.0f,\"features\":\"",
-	       r->mode, o->workers, o->pairs, r->loops, ns_per_roundtrip(r),
-	       roundtrips_per_sec(o, r));
-	bench_json_string(features);
-	printf("\"}\n");
+	unsigned int i;
+
+	bench_json_open("pipe-pingpong", r->mode);
+	bench_json_uint("workers", o->workers);
+	bench_json_uint("pairs", o->pairs);
+	bench_json_str("placement", placement_name(o));
+	if (o->duration_ns)
+		bench_json_double("duration_s", o->duration_ns / 1e9);
+	else
+		bench_json_uint("loops", r->total / o->pairs);
+	bench_json_metrics();
+	bench_json_uint("roundtrips", r->total);
+	bench_json_double("elapsed_s", r->elapsed_ns / 1e9);
+	bench_json_double("ns_per_roundtrip", ns_per_roundtrip(o, r));
+	bench_json_double("roundtrips_per_sec", roundtrips_per_sec(r));
+	for (i = 0; r->hist && i < NR_PCTS; i++)
+		bench_json_uint(pct_names[i],
+				bench_hist_percentile(r->hist, pcts[i]));
+	bench_json_close(features);
+}
+
+static void print_latency(const struct result *res, int nr)
+{
+	unsigned int j;
+	int i;
+
+	printf("\nround-trip latency (ns, each round trip timed)\n");
+	printf("%-8s %10s", "mode", "samples");
+	for (j = 0; j < NR_PCTS; j++)
+		printf(" %10.*s", (int)strlen(pct_names[j]) - 3, pct_names[j]);
+	printf("\n");
+	for (i = 0; i < nr; i++) {
+		printf("%-8s %10llu", res[i].mode,
+		       (unsigned long long)res[i].hist->count);
+		for (j = 0; j < NR_PCTS; j++)
+			printf(" %10llu",
+			       (unsigned long long)bench_hist_percentile(
+				       res[i].hist, pcts[j]));
+		printf("\n");
+	}
 }
 
 static void print_table(const struct options *o, const struct result *res,
@@ -562,13 +740,14 @@ static void print_table(const struct options *o, const struct result *res,
 	       "loops", "ns/roundtrip", "roundtrips/s");
 	for (i = 0; i < nr; i++) {
 		bool mark = !strcmp(res[i].mode, "threads") &&
-			    !o->thread_loops && res[i].loops < o->loops;
+			    !o->thread_loops && !o->duration_ns &&
+			    res[i].total < o->loops * o->pairs;
 
 		capped |= mark;
-		printf("%-8s %7u %6lu %10lu%c %13.1f %14.0f\n", res[i].mode,
-		       o->workers, o->pairs, res[i].loops, mark ? '*' : ' ',
-		       ns_per_roundtrip(&res[i]),
-		       roundtrips_per_sec(o, &res[i]));
+		printf("%-8s %7u %6lu %10.0f%c %13.1f %14.0f\n", res[i].mode,
+		       o->workers, o->pairs, loops_per_pair(o, &res[i]),
+		       mark ? '*' : ' ', ns_per_roundtrip(o, &res[i]),
+		       roundtrips_per_sec(&res[i]));
 	}
 	if (capped)
 		printf("* threads run min(--loops, %lu) round trips by default "
@@ -576,8 +755,11 @@ static void print_table(const struct options *o, const struct result *res,
 		       "see --thread-loops\n",
 		       THREAD_LOOPS_CAP);
 	if (nr == 2)
-		printf("ratio threads/fiber: %.2f\n",
-		       ns_per_roundtrip(&res[1]) / ns_per_roundtrip(&res[0]));
+		printf("ratio %s/%s: %.2f\n", res[1].mode, res[0].mode,
+		       ns_per_roundtrip(o, &res[1]) /
+			       ns_per_roundtrip(o, &res[0]));
+	if (o->latency)
+		print_latency(res, nr);
 }
 
 /* Command line. */
@@ -589,6 +771,8 @@ static const char usage_text[] =
 	"\n"
 	"  --pairs P        pairs bouncing at the same time (default 1)\n"
 	"  --loops L        round trips per pair (default 1000000)\n"
+	"  --duration S     instead of --loops: bounce for S seconds (whole\n"
+	"                   number), in each mode\n"
 	"  --thread-loops T round trips per pair of the threads baseline\n"
 	"                   (default min(L, 50000): a kernel round trip\n"
 	"                   costs ~6-100 us)\n"
@@ -601,25 +785,34 @@ static const char usage_text[] =
 	"                   (default same with 1 worker, else split)\n"
 	"  --fibers         run the fiber mode only\n"
 	"  --threads        run the threads baseline only\n"
+	"  --os-pipes       run fibers over OS pipes (fiber_read/fiber_write\n"
+	"                   through the epoll poller); combine with the others\n"
+	"  --latency        time every round trip; print p50, p90, p99 and\n"
+	"                   p99.9 in ns (adds two clock reads to each)\n"
 	"  --features STR   fiber_sched_features_set(STR) after fiber_init\n"
-	"  --json           one JSON object per mode, one per line\n"
+	"  --json           one JSON object per mode, one per line:\n"
+	"                   bench, mode, params, metrics, features\n"
 	"  --help           this text\n"
 	"\n"
 	"Each pair warms up with 1% of its round trips, then all start\n"
 	"together; elapsed = last pair's end - first pair's start, and\n"
 	"  ns_per_roundtrip   = elapsed_ns / loops\n"
 	"  roundtrips_per_sec = pairs * loops / elapsed_s\n"
+	"(with --duration, loops is the mean over the pairs).\n"
 	"Without --fibers or --threads both run, and a last line gives the\n"
 	"ratio of their ns_per_roundtrip (threads / fiber).\n";
 
 enum {
 	OPT_PAIRS = 256,
 	OPT_LOOPS,
+	OPT_DURATION,
+	OPT_LATENCY,
 	OPT_THREAD_LOOPS,
 	OPT_WORKERS,
 	OPT_PLACEMENT,
 	OPT_FIBERS,
 	OPT_THREADS,
+	OPT_OS_PIPES,
 	OPT_FEATURES,
 	OPT_JSON,
 	OPT_HELP,
@@ -628,11 +821,14 @@ enum {
 static const struct option long_opts[] = {
 	{ "pairs", required_argument, NULL, OPT_PAIRS },
 	{ "loops", required_argument, NULL, OPT_LOOPS },
+	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "latency", no_argument, NULL, OPT_LATENCY },
 	{ "thread-loops", required_argument, NULL, OPT_THREAD_LOOPS },
 	{ "workers", required_argument, NULL, OPT_WORKERS },
 	{ "placement", required_argument, NULL, OPT_PLACEMENT },
 	{ "fibers", no_argument, NULL, OPT_FIBERS },
 	{ "threads", no_argument, NULL, OPT_THREADS },
+	{ "os-pipes", no_argument, NULL, OPT_OS_PIPES },
 	{ "features", required_argument, NULL, OPT_FEATURES },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "help", no_argument, NULL, OPT_HELP },
@@ -647,6 +843,15 @@ static void parse_one(struct options *o, int c, const char *arg)
 		break;
 	case OPT_LOOPS:
 		o->loops = bench_parse_count("--loops", arg, LOOPS_MAX);
+		o->loops_set = true;
+		break;
+	case OPT_DURATION:
+		o->duration_ns =
+			bench_parse_count("--duration", arg, DURATION_MAX) *
+			1000000000ULL;
+		break;
+	case OPT_LATENCY:
+		o->latency = true;
 		break;
 	case OPT_THREAD_LOOPS:
 		o->thread_loops =
@@ -668,6 +873,9 @@ static void parse_one(struct options *o, int c, const char *arg)
 		break;
 	case OPT_THREADS:
 		o->threads = true;
+		break;
+	case OPT_OS_PIPES:
+		o->os_pipes = true;
 		break;
 	case OPT_FEATURES:
 		o->features = arg;
@@ -706,8 +914,13 @@ static void parse_args(int argc, char **argv, struct options *o)
 			argv[optind]);
 		exit(2);
 	}
-	if (!o->fibers && !o->threads)
+	if (!o->fibers && !o->threads && !o->os_pipes)
 		o->fibers = o->threads = true;
+	if (o->duration_ns && (o->loops_set || o->thread_loops)) {
+		fprintf(stderr, PROG ": --duration replaces --loops and "
+				     "--thread-loops: give one of them\n");
+		exit(2);
+	}
 	if (o->placement == PLACE_AUTO)
 		o->placement = o->workers > 1 ? PLACE_SPLIT : PLACE_SAME;
 	if (o->placement == PLACE_SPLIT && o->workers < 2)
@@ -717,7 +930,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 
 int main(int argc, char **argv)
 {
-	struct result res[2];
+	struct result res[3] = { { 0 } };
 	struct options o;
 	char *features;
 	int i, nr = 0, err;
@@ -726,6 +939,8 @@ int main(int argc, char **argv)
 	features = bench_start_runtime(o.workers, o.features);
 	if (o.fibers)
 		run_fibers(&o, &res[nr++]);
+	if (o.os_pipes)
+		run_os_pipes(&o, &res[nr++]);
 	/* Stop the workers first: they must not share the CPUs with the
 	 * baseline. */
 	err = fiber_shutdown();
@@ -740,6 +955,8 @@ int main(int argc, char **argv)
 	} else {
 		print_table(&o, res, nr, features);
 	}
+	for (i = 0; i < nr; i++)
+		free(res[i].hist);
 	free(features);
 	return 0;
 }

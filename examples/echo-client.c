@@ -50,7 +50,8 @@ static void *client(void *arg)
 		len = snprintf(msg, sizeof(msg), "client %ld round %d\n",
 			       (long)arg, i);
 		if (fiber_write(fd, msg, (size_t)len) != len ||
-		    !read_all(fd, back, (size_t)len) || memcmp(msg, back, (size_t)len)) {
+		    !read_all(fd, back, (size_t)len) ||
+		    memcmp(msg, back, (size_t)len)) {
 			atomic_fetch_add(&failed, 1);
 			break;
 		}
@@ -64,9 +65,11 @@ out:
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = { { "port", 1, NULL, 'p' },
-		{ "workers", 1, NULL, 'w' }, { "addr", 1, NULL, 'a' },
-		{ "conns", 1, NULL, 'c' }, { "rounds", 1, NULL, 'r' }, { 0 } };
+	static const struct option opts[] = {
+		{ "port", 1, NULL, 'p' },   { "workers", 1, NULL, 'w' },
+		{ "addr", 1, NULL, 'a' },   { "conns", 1, NULL, 'c' },
+		{ "rounds", 1, NULL, 'r' }, { 0 }
+	};
 	struct fiber_config cfg = { 0 };
 	const char *addr = "127.0.0.1";
 	int port = 8080, conns = 100, c;

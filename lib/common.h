@@ -94,6 +94,9 @@ static inline void fb_spin_unlock(struct fb_spinlock *l)
 
 /* Monotonic clock in nanoseconds (vDSO clock_gettime: no system call). */
 uint64_t fb_now_ns(void);
+/* The same at tick resolution (CLOCK_MONOTONIC_COARSE, a few ns to read);
+ * for once-a-second decays on the wake path. */
+uint64_t fb_now_coarse_ns(void);
 
 /* futex helpers on a 32-bit word, process private. */
 int fb_futex_wait(atomic_uint *word, unsigned int expected,

@@ -48,7 +48,8 @@ struct fb_pworker {
 				worker, the running one included; rq lock
 				for writes, relaxed reads for placement */
 	int id;
-	uint64_t idle_stamp;	/* ns when it went idle, 0 when busy; owner */
+	_Atomic uint64_t idle_stamp; /* ns when it went idle, 0 when busy;
+				   owner writes, placement reads others' */
 
 	/* Load tracking (heuristics.md 1.3): sums of the fibers attached to
 	 * the worker, blocked ones included.  Written under the rq lock (or by

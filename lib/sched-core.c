@@ -291,11 +291,59 @@ static struct fb_pfiber *waker_pf(void)
 	return cur ? &cur->pf : NULL;
 }
 
+/* count_wake - the LIBFIBER_STATS counters of one wake placement. */
+static void count_wake(struct fb_worker *this, const struct fb_wake_result *r)
+{
+	FB_COUNT(this, wake_placements);
+	if (r->affine)
+		FB_COUNT(this, wake_affine);
+	switch (r->pick) {
+	case FB_PICK_TARGET:
+		FB_COUNT(this, wake_target);
+		break;
+	case FB_PICK_PREV:
+		FB_COUNT(this, wake_prev);
+		break;
+	case FB_PICK_RECENT:
+		FB_COUNT(this, wake_recent);
+		break;
+	case FB_PICK_SIBLING:
+		FB_COUNT(this, wake_idle_sibling);
+		break;
+	case FB_PICK_IDLE_CORE:
+		FB_COUNT(this, wake_idle_core);
+		break;
+	case FB_PICK_SCAN_HIT:
+		FB_COUNT(this, wake_scan_hit);
+		break;
+	case FB_PICK_SCAN_MISS:
+		FB_COUNT(this, wake_scan_miss);
+		break;
+	case FB_PICK_AFFINITY:
+		FB_COUNT(this, wake_affinity);
+		break;
+	}
+	if (r->probes) {
+		if (this)
+			fb_store_relaxed(&this->cnt.wake_probes,
+					 fb_load_relaxed(&this->cnt.wake_probes) +
+						 (uint64_t)r->probes);
+		else
+			for (int i = 0; i < r->probes; i++)
+				FB_COUNT(this, wake_probes);
+	}
+	if (r->cut_util)
+		FB_COUNT(this, scan_cut_sis_util);
+	if (r->cut_core_limit)
+		FB_COUNT(this, scan_cut_core_limit);
+}
+
 bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
 {
 	struct fb_worker *this = fb_worker_self();
 	int s = fb_load_acquire(&f->state), t;
 	struct fb_place_view v;
+	struct fb_wake_result res;
 
 	for (;;) {
 		if (s == FB_FIBER_PARKING) {
@@ -328,7 +376,8 @@ bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
 				sched_yield();
 	}
 	t = fb_place_select_wake(&v, &f->pf, waker_pf(), this ? this->id : -1,
-				 flags, fb_now_ns(), NULL);
+				 flags, fb_now_coarse_ns(), &res);
+	count_wake(this, &res);
 	deliver(&v, f, t, this);
 	fb_sched_view_exit();
 	return true;
@@ -452,6 +501,7 @@ static void schedule(struct fb_worker *w, struct fb_fiber *prev,
 	struct fb_list *n;
 	struct fb_fiber *next = NULL;
 
+	fb_topo_quiescent(w->id); /* a scheduling point (topo-rcu.c) */
 	if (fb_load_relaxed(&w->wakelist))
 		fb_sched_drain_wakelist(w);
 	fb_spin_lock(&w->rq_lock);
@@ -503,7 +553,9 @@ bool fb_sched_yield(void)
 
 	if (!fb_load_relaxed(&w->wakelist) &&
 	    fb_load_relaxed(&w->pw.nr_running) <= 1) {
-		/* A yield loop must still see its timers and I/O (rule 5). */
+		/* A yield loop must still see its timers and I/O (rule 5),
+		 * and publishers of the view must see it pass (topo-rcu.c). */
+		fb_topo_quiescent(w->id);
 		fb_sched_tick_maybe(w);
 		return false;
 	}

@@ -106,19 +106,26 @@ static void idle_wait(struct fb_worker *w)
 	while (!fb_worker_has_work(w) &&
 	       !(fb_load_relaxed(&w->pw.state) & FB_WS_NEED_RESCHED) &&
 	       !fb_load_relaxed(&fb_rt->stopping)) {
-		if ((++spins & 63) == 0) {
+		if ((spins++ & 63) == 0) {
+			/* Ready fds are work too (sched-poll.c). */
+			if (fb_sched_idle_poll(w))
+				break;
 			if (victim_exists(w))
 				break;
 			if (fb_now_ns() >= deadline)
 				goto sleep;
 		}
+		fb_topo_quiescent(w->id);
 		fb_cpu_relax();
 	}
 	FB_COUNT(w, idle_polls_found);
 	goto out;
 sleep:
-	/* futex, or epoll as the poller, until the next timer (sched-poll.c) */
+	/* futex, or epoll as the poller, until the next timer (sched-poll.c);
+	 * publishers of the view stop waiting for us meanwhile (topo-rcu.c) */
+	fb_topo_worker_sleep(w->id);
 	fb_sched_idle_sleep(w);
+	fb_topo_worker_wake(w->id);
 out:
 	fb_store_seqcst(&w->pw.state, FB_WS_RUNNING);
 	fb_sub(&fb_rt->nr_idle, 1);
@@ -126,6 +133,36 @@ out:
 
 /* The idle loop runs on the thread's own stack; the sanitizers need its
  * bounds. */
+/*
+ * idle_entry - the wake path's per-LLC state when worker @w runs out of
+ * work (heuristics.md section 2): set has_idle_cores when its whole core
+ * is idle, and refresh the LLC's SIS_UTIL scan depth about once per
+ * llc_size ms per worker (the spec refreshes it on the LLC balance; a
+ * worker that goes idle is where a cooperative runtime has the time).
+ */
+static void idle_entry(struct fb_worker *w)
+{
+	struct fb_place_view v;
+	const struct fb_sched_view *t;
+	uint64_t now;
+
+	fb_sched_view_enter(&v);
+	t = v.topo;
+	if (t) {
+		fb_place_update_idle_core(&v, w->id);
+		now = fb_now_coarse_ns();
+		if (t->sd_llc[w->id] &&
+		    now >= w->next_sis_refresh_ns) {
+			w->next_sis_refresh_ns =
+				now + (uint64_t)t->llc_size[w->id] * 1000000u;
+			fb_place_update_idle_scan(&v, w->id, t->sd_llc[w->id],
+						  fb_place_llc_util(&v, w->id),
+						  false);
+		}
+	}
+	fb_sched_view_exit();
+}
+
 static void thread_stack(struct fb_worker *w)
 {
 	pthread_attr_t a;
@@ -142,12 +179,14 @@ void *fb_worker_main(void *arg)
 	struct fb_fiber *next;
 
 	fb_this_worker_tls = w;
+	fb_topo_worker_online(w->id);
 	thread_stack(w);
 	w->idle_tsan = fb_san_thread_context();
 	fb_guard_worker_start(w);
 	if (fb_rt->env.bind)
 		fb_topo_bind_self(fb_rt->topo, w->id);
 	for (;;) {
+		fb_topo_quiescent(w->id);
 		fb_sched_finish_switch(w);
 		next = pick_idle(w);
 		if (!next)
@@ -158,9 +197,11 @@ void *fb_worker_main(void *arg)
 		}
 		if (quit(w))
 			break;
+		idle_entry(w);
 		idle_wait(w);
 	}
 	fb_guard_worker_stop(w);
+	fb_topo_worker_offline(w->id);
 	fb_this_worker_tls = NULL;
 	return NULL;
 }

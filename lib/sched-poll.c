@@ -61,8 +61,8 @@ struct fb_iofd {
 };
 
 static struct {
-	atomic_bool up;		/* release once the fds below are valid */
-	atomic_bool busy;	/* the poller flag: a worker is in epoll_wait */
+	atomic_bool up;	  /* release once the fds below are valid */
+	atomic_bool busy; /* the poller flag: a worker is in epoll_wait */
 	int epfd;
 	int evfd;
 	pthread_mutex_t init_lock; /* creating and freeing */
@@ -148,11 +148,13 @@ static struct fb_iofd *iofd(int fd, bool create)
  * Return: 0 or the errno of epoll_ctl.  Context: @d->lock held. */
 static int arm_locked(int fd, struct fb_iofd *d)
 {
-	struct epoll_event ev = { .events = EPOLLONESHOT, .data.u64 = (uint64_t)fd };
+	struct epoll_event ev = { .events = EPOLLONESHOT,
+				  .data.u64 = (uint64_t)fd };
 	struct fb_list *n;
 
-	fb_list_for_each(n, &d->waiters)
-		ev.events |= (uint32_t)fb_list_entry(n, struct fb_waiter, node)->data;
+	fb_list_for_each (n, &d->waiters)
+		ev.events |=
+			(uint32_t)fb_list_entry(n, struct fb_waiter, node)->data;
 	if (ev.events == EPOLLONESHOT)
 		return 0;
 	if (!epoll_ctl(poller.epfd, EPOLL_CTL_MOD, fd, &ev))
@@ -172,8 +174,7 @@ static void dispatch_fd(int fd, uint32_t revents, struct fb_worker *self)
 	if (!d)
 		return;
 	fb_spin_lock(&d->lock);
-	fb_list_for_each_safe(n, tmp, &d->waiters)
-	{
+	fb_list_for_each_safe (n, tmp, &d->waiters) {
 		w = fb_list_entry(n, struct fb_waiter, node);
 		if (!(revents & ((uint32_t)w->data | EPOLLERR | EPOLLHUP))) {
 			left = true;
@@ -280,6 +281,20 @@ void fb_sched_tick(struct fb_worker *w)
 	poller_release();
 }
 
+bool fb_sched_idle_poll(struct fb_worker *w)
+{
+	struct epoll_event ev[FB_POLL_EVENTS];
+	int n;
+
+	if (!poller_try_take())
+		return false;
+	n = epoll_wait(poller.epfd, ev, FB_POLL_EVENTS, 0);
+	if (n > 0)
+		dispatch(ev, n, w);
+	poller_release();
+	return n > 0;
+}
+
 /* The relative timeout of a sleep that must end at @next (0: none). */
 static struct timespec *until(uint64_t next, struct timespec *ts)
 {
@@ -304,11 +319,12 @@ static void epoll_sleep(struct fb_worker *w, uint64_t next)
 	n = epoll_pwait2(poller.epfd, ev, FB_POLL_EVENTS, rel, NULL);
 	if (n < 0 && errno == ENOSYS) {
 		/* Before Linux 5.11: milliseconds, rounded up. */
-		ms = rel ? (int)FB_MIN((uint64_t)rel->tv_sec * 1000 +
-					       ((uint64_t)rel->tv_nsec + 999999) /
-						       1000000,
-				       (uint64_t)INT32_MAX)
-			 : -1;
+		ms = rel ? (int)FB_MIN(
+				   (uint64_t)rel->tv_sec * 1000 +
+					   ((uint64_t)rel->tv_nsec + 999999) /
+						   1000000,
+				   (uint64_t)INT32_MAX) :
+			   -1;
 		n = epoll_wait(poller.epfd, ev, FB_POLL_EVENTS, ms);
 	}
 	if (n > 0)

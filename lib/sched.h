@@ -203,6 +203,7 @@ struct fb_worker {
 	struct fb_fiber *free_fibers; /* cached descriptors (via wl_next) */
 	unsigned int nr_free_fibers;
 	uint64_t rng;		/* per-worker PRNG state */
+	uint64_t next_sis_refresh_ns; /* idle_entry's SIS_UTIL cadence */
 	unsigned int ticks;	/* scheduling points, for fb_sched_tick() */
 	struct fb_counters cnt;
 };
@@ -370,6 +371,10 @@ static inline void fb_sched_tick_maybe(struct fb_worker *w)
 	if (fb_unlikely((++w->ticks & (FB_TICK_SWITCHES - 1)) == 0))
 		fb_sched_tick(w);
 }
+/* fb_sched_idle_poll - an idle (POLLING) worker looks at epoll without
+ * blocking, if no worker is the poller.  Returns true if it woke fibers.
+ * Context: worker @w in its idle loop. */
+bool fb_sched_idle_poll(struct fb_worker *w);
 /* fb_sched_idle_sleep - the sleep of the idle loop (sched-poll.c).
  * Context: worker @w, state POLLING, poll window over. */
 void fb_sched_idle_sleep(struct fb_worker *w);

@@ -163,8 +163,7 @@ static int recv_locked(struct fb_chan *ch, void *elem)
  * Return: 0; EINVAL for NULL; EPIPE if @chan is closed, before or while
  * the caller waits (the element is then not delivered).
  */
-static int send_until(fiber_chan_t *chan, const void *elem,
-		      uint64_t deadline)
+static int send_until(fiber_chan_t *chan, const void *elem, uint64_t deadline)
 {
 	struct fb_chan *ch = chan;
 	struct fb_waiter w;

@@ -375,18 +375,84 @@ bool fb_topo_llc_block_adopt(struct fb_sched_view *v,
 extern struct fb_sched_view *_Atomic fb_topo_view_current;
 
 /*
- * fb_topo_read_lock - enter a read-side section of the view.  Registers the
- * calling thread with liburcu on its first call (one mutex round trip, then a
- * thread-local test); the registration is dropped when the thread exits.
- * Sections nest and are short: nothing inside may park, switch fibers or
- * call fb_topo_view_publish().  Lock and unlock must run on the same kernel
+ * Worker readers (QSBR, see topo-rcu.c).  A worker thread that went online
+ * reads with free sections and reports quiescent states instead: its
+ * counter in fb_topo_qs[its id] is odd while it is online and awake, even
+ * while it is offline or asleep, and grows by 2 at every scheduling point.
+ * Only the owner worker writes it.
+ */
+struct fb_topo_qs {
+	_Atomic unsigned long ctr fb_cacheline_aligned; /* owner worker;
+				   release where it ends read sections */
+};
+extern struct fb_topo_qs fb_topo_qs[FB_MAX_WORKERS];
+/* This thread is an online, awake worker: its read sections are free. */
+extern __thread bool fb_topo_qsbr_reader
+	__attribute__((tls_model("initial-exec")));
+
+void fb_topo_read_lock_slow(void);
+void fb_topo_read_unlock_slow(void);
+
+/*
+ * fb_topo_read_lock - enter a read-side section of the view.  On a worker
+ * thread (fb_topo_worker_online) a compiler barrier; elsewhere a liburcu
+ * read lock, which registers the calling thread on its first call (one
+ * mutex round trip, then a thread-local test); the registration is dropped
+ * when the thread exits.  Sections nest and are short: nothing inside may
+ * park, switch fibers, pass a scheduling point (fb_topo_quiescent) or call
+ * fb_topo_view_publish().  Lock and unlock must run on the same kernel
  * thread, so a fiber must not switch between them.
  * Context: any thread (worker, fiber, foreign pthread); never blocks except
- * for the first-call registration.
+ * for the first-call registration of a foreign thread.
  */
-void fb_topo_read_lock(void);
+static inline void fb_topo_read_lock(void)
+{
+	if (fb_likely(fb_topo_qsbr_reader)) {
+		__asm__ __volatile__("" ::: "memory");
+		return;
+	}
+	fb_topo_read_lock_slow();
+}
+
 /* fb_topo_read_unlock - leave the section fb_topo_read_lock() opened. */
-void fb_topo_read_unlock(void);
+static inline void fb_topo_read_unlock(void)
+{
+	if (fb_likely(fb_topo_qsbr_reader)) {
+		__asm__ __volatile__("" ::: "memory");
+		return;
+	}
+	fb_topo_read_unlock_slow();
+}
+
+/* fb_topo_quiescent - worker @id holds no read section (a scheduling
+ * point).  A load and a release store of its own counter.
+ * Context: worker @id only, outside read sections. */
+static inline void fb_topo_quiescent(int id)
+{
+	_Atomic unsigned long *c = &fb_topo_qs[id].ctr;
+
+	fb_store_release(c, fb_load_relaxed(c) + 2);
+}
+
+/*
+ * fb_topo_worker_online - make the calling thread worker @id's reader: its
+ * read sections become free and publishers wait for its quiescent states.
+ * Without membarrier(2) it stays a liburcu reader.  fb_topo_worker_offline
+ * undoes it; a worker goes offline before its thread exits.
+ * Context: the worker's thread, outside read sections, once per start.
+ */
+void fb_topo_worker_online(int id);
+void fb_topo_worker_offline(int id);
+
+/*
+ * fb_topo_worker_sleep - worker @id is about to block for a long time (the
+ * idle sleep): publishers stop waiting for it.  Until
+ * fb_topo_worker_wake(), its read sections (timers and I/O events handled
+ * around the sleep) go through liburcu like a foreign thread's.
+ * Context: worker @id, outside read sections; no-op if not online.
+ */
+void fb_topo_worker_sleep(int id);
+void fb_topo_worker_wake(int id);
 
 /* fb_topo_view_get - the current view.  Context: inside a read-side
  * section; the view stays valid until the matching unlock. */
@@ -401,7 +467,9 @@ static inline struct fb_sched_view *fb_topo_view_get(void)
  * LLCs as the old one takes over the old fb_llc_shared objects, so their
  * counters survive the rebuild.  Publishers are serialised by a mutex.
  * Context: any thread outside a read-side section; blocks for one grace
- * period (the caller's worker runs no fiber meanwhile).
+ * period: until every foreign reader left its section and every other
+ * online worker passed a scheduling point or slept (the caller's worker
+ * runs no fiber meanwhile; a fiber that never yields delays it).
  */
 void fb_topo_view_publish(struct fb_sched_view *v);
 

@@ -141,15 +141,16 @@ static void server_start(void)
 	memset(&srv, 0, sizeof(srv));
 	srv.addr.sin_family = AF_INET;
 	srv.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	srv.lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	srv.lfd =
+		socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	assert_true(srv.lfd >= 0);
 	setsockopt(srv.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	assert_int_equal(bind(srv.lfd, (struct sockaddr *)&srv.addr,
 			      sizeof(srv.addr)),
 			 0);
 	assert_int_equal(listen(srv.lfd, 4096), 0);
-	assert_int_equal(getsockname(srv.lfd, (struct sockaddr *)&srv.addr, &len),
-			 0);
+	assert_int_equal(
+		getsockname(srv.lfd, (struct sockaddr *)&srv.addr, &len), 0);
 	srv.acceptor = spawn(accept_loop, NULL);
 }
 
@@ -282,9 +283,8 @@ static void test_io_read_on_silent_socket_times_out(void **state)
 	char c;
 
 	(void)state;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
-				    pair),
-			 0);
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, pair), 0);
 	assert_int_equal(setsockopt(pair[0], SOL_SOCKET, SO_RCVTIMEO, &tv,
 				    sizeof(tv)),
 			 0);
@@ -312,9 +312,8 @@ static void test_io_foreign_thread_reads_what_a_fiber_writes(void **state)
 	fiber_t w;
 
 	(void)state;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
-				    pair),
-			 0);
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, pair), 0);
 	w = spawn(late_writer, NULL);
 	assert_int_equal(fiber_read(pair[0], buf, sizeof(buf)), 4);
 	assert_memory_equal(buf, "ping", 4);
@@ -350,8 +349,8 @@ static void test_io_peer_close_mid_request_server_keeps_serving(void **state)
 	/* And others are still served. */
 	atomic_store(&verified, 0);
 	assert_int_equal(join(spawn(echo_client, (void *)7L)), 0);
-	assert_int_equal(atomic_load(&verified), expected_bytes(8) -
-							 expected_bytes(7));
+	assert_int_equal(atomic_load(&verified),
+			 expected_bytes(8) - expected_bytes(7));
 	server_stop();
 }
 
@@ -378,8 +377,8 @@ static void test_io_reset_reaches_the_reading_fiber(void **state)
 	assert_int_equal(listen(l, 4), 0);
 	getsockname(l, (struct sockaddr *)&a, &len);
 	c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-	assert_int_equal(fiber_connect(c, (struct sockaddr *)&a, sizeof(a), 5000),
-			 0);
+	assert_int_equal(
+		fiber_connect(c, (struct sockaddr *)&a, sizeof(a), 5000), 0);
 	s = fiber_accept(l, NULL, NULL, 0);
 	assert_true(s >= 0);
 	/* The reader parks on the poller; then the peer resets. */
@@ -405,8 +404,8 @@ static void test_io_connect_refused(void **state)
 	getsockname(l, (struct sockaddr *)&a, &len);
 	close(l);
 	c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-	assert_int_equal(fiber_connect(c, (struct sockaddr *)&a, sizeof(a), 5000),
-			 -1);
+	assert_int_equal(
+		fiber_connect(c, (struct sockaddr *)&a, sizeof(a), 5000), -1);
 	assert_int_equal(errno, ECONNREFUSED);
 	close(c);
 }
@@ -498,9 +497,8 @@ static void test_io_writev_finishes_partial_writes(void **state)
 	fiber_t r, w;
 
 	(void)state;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
-				    pair),
-			 0);
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, pair), 0);
 	r = spawn(vec_reader, NULL);
 	w = spawn(vec_writer, NULL);
 	assert_int_equal(join(w), 3 * VEC_LEN);
@@ -516,7 +514,8 @@ static uint64_t cpu_ns(void)
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
-	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
+		       1000000000u +
 	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
 }
 
@@ -541,8 +540,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_io_echo_many_concurrent_clients),
 		cmocka_unit_test(test_io_read_on_silent_socket_times_out),
-		cmocka_unit_test(test_io_foreign_thread_reads_what_a_fiber_writes),
-		cmocka_unit_test(test_io_peer_close_mid_request_server_keeps_serving),
+		cmocka_unit_test(
+			test_io_foreign_thread_reads_what_a_fiber_writes),
+		cmocka_unit_test(
+			test_io_peer_close_mid_request_server_keeps_serving),
 		cmocka_unit_test(test_io_reset_reaches_the_reading_fiber),
 		cmocka_unit_test(test_io_connect_refused),
 		cmocka_unit_test(test_io_accept_emfile_backs_off),

@@ -666,8 +666,30 @@ static void test_place_wake_h1_5_overloaded_core_limit(void **state)
 	assert_int_equal(wake(&s, &f, 0, 0, &r), 1);
 	assert_int_equal(r.pick, FB_PICK_SCAN_HIT);
 	assert_true(r.cut_core_limit);
-	assert_true(r.probes <= FB_SIS_CORE_LIMIT_NR * 2);
+	assert_int_equal(r.probes, 3); /* 0, 1, then 2 busy: stop */
 	assert_int_equal(hint(&s, 0), 0);
+	snap_close(&s);
+}
+
+/* H1-5, SIS_CORE_LIMIT: a third core is never looked at, even when it is
+ * idle ({4,5} here); the seed's baseline finds it. */
+static void test_place_wake_h1_5_core_limit_stops_after_two(void **state)
+{
+	struct snap s;
+	struct fb_pfiber f = fiber(0);
+	struct fb_wake_result r;
+
+	(void)state;
+	h1_4_setup(&s, 0);
+	set_idle(&s, 4, FB_WS_SLEEPING);
+	assert_int_equal(wake(&s, &f, 0, 0, &r), 1);
+	assert_true(r.cut_core_limit);
+	assert_int_equal(hint(&s, 0), 0);
+	set_hint(&s, 0, 1, 0);
+	features("SIS_CORE_FULL NO_SIS_CORE_LIMIT");
+	f = fiber(0);
+	assert_int_equal(wake(&s, &f, 0, 0, &r), 4);
+	assert_int_equal(r.pick, FB_PICK_IDLE_CORE);
 	snap_close(&s);
 }
 
@@ -796,7 +818,7 @@ static void test_place_wake_probes_per_wakeup_bounded(void **state)
 	print_message("# probes per wakeup: limit %.2f full %.2f mainline "
 		      "%.2f\n",
 		      lim, full, mainline);
-	assert_true(lim <= FB_SIS_CORE_LIMIT_NR * 2);
+	assert_true(lim <= 4.0); /* 2 cores of 2 workers (heuristics.md 2(c)) */
 	assert_true(full > lim);
 	assert_true(full >= 24.0);
 	assert_true(mainline == 0.0);
@@ -1108,6 +1130,8 @@ int main(void)
 		cmocka_unit_test(test_place_wake_h1_5_overloaded_core_limit),
 		cmocka_unit_test(
 			test_place_wake_h1_5_core_limit_finds_second_core),
+		cmocka_unit_test(
+			test_place_wake_h1_5_core_limit_stops_after_two),
 		cmocka_unit_test(test_place_wake_h1_5_overloaded_core_full),
 		cmocka_unit_test(test_place_wake_h1_6_hint_set_by_idle_core),
 		cmocka_unit_test(

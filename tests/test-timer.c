@@ -63,8 +63,8 @@ static fiber_t spawn_on(int worker, void *(*fn)(void *), void *arg)
 	if (worker >= 0) {
 		CPU_ZERO(&set);
 		CPU_SET(worker, &set);
-		assert_int_equal(fiber_attr_setaffinity(&attr, sizeof(set), &set),
-				 0);
+		assert_int_equal(
+			fiber_attr_setaffinity(&attr, sizeof(set), &set), 0);
 	}
 	assert_int_equal(fiber_create(&f, &attr, fn, arg), 0);
 	fiber_attr_destroy(&attr);

@@ -5,7 +5,10 @@
  * loop while the main thread rebuilds and republishes it (switching
  * ASYM_PACKING as the API does); a reader touching a freed view is caught
  * by ASan, a torn view by the consistency checks.  The per-LLC counters must
- * survive rebuilds.
+ * survive rebuilds.  The same with simulated workers: pthreads that go
+ * online as workers, read with free sections and report quiescent states
+ * (and sometimes sleep), while the publisher checks that no reader still
+ * holds the view it has just freed.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -172,12 +176,193 @@ static void test_topo_rcu_new_llcs_are_not_adopted(void **state)
 	fb_topo_close(t);
 }
 
+/* ---- simulated workers (QSBR) ------------------------------------------- */
+
+#define NR_WORKERS 4
+
+/* The view each worker holds inside its section, NULL outside. */
+static struct fb_sched_view *_Atomic holding[NR_WORKERS];
+
+static void *worker(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+	unsigned long n = 0;
+
+	fb_topo_worker_online(id);
+	while (!fb_load_relaxed(&stop)) {
+		struct fb_sched_view *v;
+
+		fb_topo_read_lock();
+		v = fb_topo_view_get();
+		fb_store_seqcst(&holding[id], v);
+		if (v && !walk(v))
+			fb_add_relaxed(&bad, 1);
+		fb_store_seqcst(&holding[id], NULL);
+		fb_topo_read_unlock();
+		fb_add_relaxed(&reads, 1);
+		fb_topo_quiescent(id);
+		if (++n % 64 == 0) {
+			/* The idle sleep: publishers stop waiting, and a
+			 * section in there goes through liburcu. */
+			fb_topo_worker_sleep(id);
+			fb_topo_read_lock();
+			v = fb_topo_view_get();
+			if (v && !walk(v))
+				fb_add_relaxed(&bad, 1);
+			fb_topo_read_unlock();
+			usleep(50);
+			fb_topo_worker_wake(id);
+		}
+	}
+	fb_topo_worker_offline(id);
+	return NULL;
+}
+
+static void test_topo_rcu_workers_never_hold_a_freed_view(void **state)
+{
+	struct fb_topo *t = open_topo();
+	pthread_t th[NR_WORKERS], fth;
+	struct fb_sched_view *old;
+	long before;
+
+	(void)state;
+	fb_store_relaxed(&stop, 0);
+	fb_store_relaxed(&bad, 0);
+	assert_int_equal(fb_topo_view_rebuild(t, 0, 0), 0);
+	for (int i = 0; i < NR_WORKERS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, worker,
+						(void *)(intptr_t)i),
+				 0);
+	assert_int_equal(pthread_create(&fth, NULL, reader, NULL), 0);
+	for (int i = 0; i < NR_REBUILDS; i++) {
+		before = fb_load_relaxed(&reads);
+		old = fb_load_relaxed(&fb_topo_view_current);
+		assert_int_equal(
+			fb_topo_view_rebuild(t, 0,
+					     i % 2 ? FB_VIEW_ASYM_PACKING : 0),
+			0);
+		/* Freed: no worker may still be inside a section on it. */
+		for (int w = 0; w < NR_WORKERS; w++)
+			assert_ptr_not_equal(fb_load_seqcst(&holding[w]), old);
+		while (i % 20 == 0 && fb_load_relaxed(&reads) < before + 8)
+			sched_yield();
+	}
+	fb_store_relaxed(&stop, 1);
+	for (int i = 0; i < NR_WORKERS; i++)
+		pthread_join(th[i], NULL);
+	pthread_join(fth, NULL);
+	assert_int_equal(fb_load_relaxed(&bad), 0);
+	fb_topo_view_publish(NULL);
+	fb_topo_close(t);
+}
+
+/* A worker that is inside a section (it has not reported since the
+ * publication) holds the publisher up; its report releases it. */
+static atomic_int step;
+static atomic_int published;
+
+static void *worker_in_section(void *arg)
+{
+	(void)arg;
+	fb_topo_worker_online(0);
+	fb_topo_read_lock();
+	assert_non_null(fb_topo_view_get());
+	fb_store_seqcst(&step, 1);
+	while (fb_load_seqcst(&step) != 2)
+		sched_yield();
+	fb_topo_read_unlock();
+	fb_topo_quiescent(0);
+	while (fb_load_seqcst(&step) != 3)
+		sched_yield();
+	fb_topo_worker_offline(0);
+	return NULL;
+}
+
+static void *publisher(void *arg)
+{
+	assert_int_equal(fb_topo_view_rebuild(arg, 0, 0), 0);
+	fb_store_seqcst(&published, 1);
+	return NULL;
+}
+
+static void test_topo_rcu_publish_waits_for_worker_report(void **state)
+{
+	struct fb_topo *t = open_topo();
+	pthread_t wt, pt;
+
+	(void)state;
+	fb_store_seqcst(&step, 0);
+	fb_store_seqcst(&published, 0);
+	assert_int_equal(fb_topo_view_rebuild(t, 0, 0), 0);
+	assert_int_equal(pthread_create(&wt, NULL, worker_in_section, NULL),
+			 0);
+	while (fb_load_seqcst(&step) != 1)
+		sched_yield();
+	assert_int_equal(pthread_create(&pt, NULL, publisher, t), 0);
+	for (int i = 0; i < 2000; i++)
+		sched_yield();
+	assert_int_equal(fb_load_seqcst(&published), 0);
+	fb_store_seqcst(&step, 2);
+	pthread_join(pt, NULL);
+	assert_int_equal(fb_load_seqcst(&published), 1);
+	fb_store_seqcst(&step, 3);
+	pthread_join(wt, NULL);
+	fb_topo_view_publish(NULL);
+	fb_topo_close(t);
+}
+
+/* A sleeping worker does not hold publishers up, nor does a publisher
+ * that is a worker wait for itself. */
+static void *worker_publishes(void *arg)
+{
+	fb_topo_worker_online(1);
+	fb_topo_read_lock();
+	assert_non_null(fb_topo_view_get());
+	fb_topo_read_unlock();
+	fb_topo_quiescent(1);
+	assert_int_equal(fb_topo_view_rebuild(arg, 0, FB_VIEW_ASYM_PACKING),
+			 0);
+	fb_topo_read_lock();
+	assert_non_null(fb_topo_view_get()->sd_asym[0]);
+	fb_topo_read_unlock();
+	fb_topo_worker_offline(1);
+	return NULL;
+}
+
+static void test_topo_rcu_sleeping_and_publishing_workers_do_not_block(
+	void **state)
+{
+	struct fb_topo *t = open_topo();
+	pthread_t pt;
+
+	(void)state;
+	assert_int_equal(fb_topo_view_rebuild(t, 0, 0), 0);
+	/* The main thread plays worker 0 and goes to sleep. */
+	fb_topo_worker_online(0);
+	fb_topo_quiescent(0);
+	fb_topo_worker_sleep(0);
+	assert_int_equal(pthread_create(&pt, NULL, worker_publishes, t), 0);
+	pthread_join(pt, NULL);
+	fb_topo_worker_wake(0);
+	fb_topo_read_lock();
+	assert_non_null(fb_topo_view_get()->sd_asym[0]);
+	fb_topo_read_unlock();
+	fb_topo_worker_offline(0);
+	fb_topo_rcu_unregister_thread();
+	fb_topo_view_publish(NULL);
+	fb_topo_close(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_topo_rcu_rebuild_while_readers_run),
 		cmocka_unit_test(test_topo_rcu_exited_readers_do_not_block),
 		cmocka_unit_test(test_topo_rcu_new_llcs_are_not_adopted),
+		cmocka_unit_test(test_topo_rcu_workers_never_hold_a_freed_view),
+		cmocka_unit_test(test_topo_rcu_publish_waits_for_worker_report),
+		cmocka_unit_test(
+			test_topo_rcu_sleeping_and_publishing_workers_do_not_block),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

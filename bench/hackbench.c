@@ -1,0 +1,584 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * hackbench - many senders and receivers in groups, fibers against kernel
+ * threads, with the parameters of rt-tests' `hackbench -T -p`.
+ *
+ * A group has F receivers, each reading its own pipe, and F senders.  Every
+ * sender writes L messages of D bytes to every receiver of its group, in
+ * the order receiver 0, 1, ..., F-1, L times over; so each receiver gets
+ * F * L messages (F * L * D bytes) and the run moves
+ *
+ *	messages = G * F * F * L
+ *
+ * messages.  Senders of a group share each receiver's pipe; a receiver only
+ * counts bytes, so writes from several senders may interleave.  In fiber
+ * mode the members are fibers and the pipes fiber_pipe objects, placed by
+ * the scheduler (no affinity: waking placement is what this exercises); in
+ * threads mode they are unpinned pthreads on OS pipes, as `hackbench -T -p`.
+ *
+ * Every member waits at a start gate (a barrier of all of them) once it is
+ * created; the clock starts when the first passes it and stops when the last
+ * receiver has its last byte:
+ *
+ *	seconds          = (latest receiver end - earliest start) / 1e9
+ *	messages_per_sec = messages / seconds
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fiber.h"
+#include "bench.h"
+
+#define PROG "hackbench"
+/* Defaults of rt-tests' hackbench. */
+#define GROUPS_DEFAULT 10UL
+#define FDS_DEFAULT 20UL
+#define LOOPS_DEFAULT 100UL
+#define DATASIZE_DEFAULT 100UL
+#define GROUPS_MAX 10000UL
+#define FDS_MAX 1000UL
+#define LOOPS_MAX 100000000UL
+/* A write of up to PIPE_BUF (4096) bytes is atomic on an OS pipe. */
+#define DATASIZE_MAX 4096UL
+#define WORKERS_MAX 4096UL
+/* Bytes a fiber pipe buffers: 64 KiB, the default size of an OS pipe. */
+#define FPIPE_CAPACITY 65536
+
+struct options {
+	unsigned long groups;
+	unsigned long fds;
+	unsigned long loops;
+	unsigned long datasize;
+	unsigned int workers;
+	bool fibers;
+	bool threads;
+	bool json;
+	const char *features;
+};
+
+struct member;
+
+/* How members talk: fiber pipes or OS pipes.  Both return 0 or an errno. */
+struct transport {
+	const char *mode;
+	int (*send)(struct member *m, unsigned long to, const void *buf);
+	/* Reads up to @len bytes into @buf, *@got of them; 0 at end of file. */
+	int (*recv)(struct member *m, void *buf, size_t len, size_t *got);
+	void (*gate)(void);
+};
+
+/*
+ * A sender or a receiver.  Its own fields are written by itself and read by
+ * main after the join; the pipes belong to the run.
+ */
+struct member {
+	const struct transport *tp;
+	const struct options *o;
+	struct run *run;
+	unsigned long group;
+	unsigned long index; /* in its group */
+	uint64_t start_ns;
+	uint64_t end_ns;
+	unsigned long long moved; /* messages sent, or bytes received */
+	int err;
+};
+
+struct run {
+	fiber_pipe_t **fpipe;  /* [group * fds + receiver] */
+	int (*fd)[2];	       /* [group * fds + receiver]: read, write end */
+	struct member *member; /* receivers, then senders */
+	unsigned long nr;      /* members */
+};
+
+struct result {
+	const char *mode;
+	unsigned long long sent;
+	unsigned long long received;
+	uint64_t elapsed_ns;
+};
+
+const char bench_name[] = PROG;
+
+static fiber_barrier_t fiber_gate;
+static pthread_barrier_t thread_gate;
+
+static unsigned long pipe_of(const struct member *m, unsigned long receiver)
+{
+	return m->group * m->o->fds + receiver;
+}
+
+/* Fiber transport. */
+
+static int fpipe_send(struct member *m, unsigned long to, const void *buf)
+{
+	size_t done = 0;
+	int err;
+
+	err = fiber_pipe_write(m->run->fpipe[pipe_of(m, to)], buf,
+			       m->o->datasize, &done);
+	if (!err && done != m->o->datasize)
+		err = EIO;
+	return err;
+}
+
+static int fpipe_recv(struct member *m, void *buf, size_t len, size_t *got)
+{
+	*got = 0;
+	return fiber_pipe_read(m->run->fpipe[pipe_of(m, m->index)], buf, len,
+			       got);
+}
+
+static void fiber_wait_gate(void)
+{
+	fiber_barrier_wait(&fiber_gate);
+}
+
+static const struct transport fiber_transport = {
+	.mode = "fiber",
+	.send = fpipe_send,
+	.recv = fpipe_recv,
+	.gate = fiber_wait_gate,
+};
+
+/* Thread transport: blocking write(2) and read(2) on OS pipes. */
+
+static int os_send(struct member *m, unsigned long to, const void *buf)
+{
+	ssize_t n;
+
+	do
+		n = write(m->run->fd[pipe_of(m, to)][1], buf, m->o->datasize);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno;
+	return (size_t)n == m->o->datasize ? 0 : EIO;
+}
+
+static int os_recv(struct member *m, void *buf, size_t len, size_t *got)
+{
+	ssize_t n;
+
+	do
+		n = read(m->run->fd[pipe_of(m, m->index)][0], buf, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno;
+	*got = n;
+	return 0;
+}
+
+static void os_wait_gate(void)
+{
+	pthread_barrier_wait(&thread_gate);
+}
+
+static const struct transport thread_transport = {
+	.mode = "threads",
+	.send = os_send,
+	.recv = os_recv,
+	.gate = os_wait_gate,
+};
+
+/* The members, common to both transports. */
+
+static void *sender(void *arg)
+{
+	struct member *m = arg;
+	char buf[DATASIZE_MAX];
+	unsigned long i, r;
+	int err = 0;
+
+	memset(buf, 's', m->o->datasize);
+	m->tp->gate();
+	m->start_ns = bench_now_ns();
+	for (i = 0; i < m->o->loops && !err; i++) {
+		for (r = 0; r < m->o->fds && !err; r++) {
+			err = m->tp->send(m, r, buf);
+			if (!err)
+				m->moved++;
+		}
+	}
+	m->end_ns = bench_now_ns();
+	m->err = err;
+	return NULL;
+}
+
+static void *receiver(void *arg)
+{
+	struct member *m = arg;
+	unsigned long long want;
+	char buf[DATASIZE_MAX];
+	size_t got;
+	int err = 0;
+
+	want = (unsigned long long)m->o->fds * m->o->loops * m->o->datasize;
+	m->tp->gate();
+	m->start_ns = bench_now_ns();
+	while (m->moved < want) {
+		err = m->tp->recv(m, buf, m->o->datasize, &got);
+		if (!err && !got)
+			err = EPIPE;
+		if (err)
+			break;
+		m->moved += got;
+	}
+	m->end_ns = bench_now_ns();
+	m->err = err;
+	return NULL;
+}
+
+static void run_setup(const struct options *o, struct run *run,
+		      const struct transport *tp)
+{
+	unsigned long i, nr_pipes = o->groups * o->fds;
+	struct member *m;
+
+	run->nr = 2 * nr_pipes;
+	run->member = calloc(run->nr, sizeof(*run->member));
+	run->fpipe = calloc(nr_pipes, sizeof(*run->fpipe));
+	run->fd = calloc(nr_pipes, sizeof(*run->fd));
+	if (!run->member || !run->fpipe || !run->fd)
+		bench_die("out of memory for %lu members", run->nr);
+	for (i = 0; i < run->nr; i++) {
+		m = &run->member[i];
+		m->tp = tp;
+		m->o = o;
+		m->run = run;
+		m->group = (i % nr_pipes) / o->fds;
+		m->index = i % o->fds;
+	}
+}
+
+static void run_free(struct run *run)
+{
+	free(run->member);
+	free(run->fpipe);
+	free(run->fd);
+}
+
+/*
+ * Check the counts and fill @r: every sender sent fds * loops messages and
+ * every receiver got fds * loops * datasize bytes.
+ */
+static void run_check(const struct options *o, const struct run *run,
+		      const char *mode, struct result *r)
+{
+	unsigned long i, nr_pipes = run->nr / 2;
+	uint64_t start = UINT64_MAX, end = 0;
+	const struct member *m;
+
+	*r = (struct result){ .mode = mode };
+	for (i = 0; i < run->nr; i++) {
+		m = &run->member[i];
+		if (m->err)
+			bench_die("%s %s %lu of group %lu: %s", mode,
+				  i < nr_pipes ? "receiver" : "sender",
+				  m->index, m->group, strerror(m->err));
+		start = m->start_ns < start ? m->start_ns : start;
+		if (i < nr_pipes) {
+			r->received += m->moved / o->datasize;
+			end = m->end_ns > end ? m->end_ns : end;
+		} else {
+			r->sent += m->moved;
+		}
+	}
+	if (r->sent != r->received ||
+	    r->sent != (unsigned long long)nr_pipes * o->fds * o->loops)
+		bench_die(
+			"%s: %llu messages sent, %llu received, %llu expected",
+			mode, r->sent, r->received,
+			(unsigned long long)nr_pipes * o->fds * o->loops);
+	r->elapsed_ns = end - start;
+}
+
+/* Fiber mode. */
+
+static void run_fibers(const struct options *o, struct result *r)
+{
+	struct run run = { 0 };
+	unsigned long i;
+	fiber_t *f;
+	int err;
+
+	run_setup(o, &run, &fiber_transport);
+	f = calloc(run.nr, sizeof(*f));
+	if (!f)
+		bench_die("out of memory for %lu fibers", run.nr);
+	for (i = 0; i < run.nr / 2; i++) {
+		err = fiber_pipe_create(&run.fpipe[i], FPIPE_CAPACITY);
+		if (err)
+			bench_die("fiber_pipe_create: %s", strerror(err));
+	}
+	fiber_barrier_init(&fiber_gate, run.nr);
+	for (i = 0; i < run.nr; i++) {
+		err = fiber_create(&f[i], NULL,
+				   i < run.nr / 2 ? receiver : sender,
+				   &run.member[i]);
+		if (err)
+			bench_die("fiber_create: %s", strerror(err));
+	}
+	for (i = 0; i < run.nr; i++) {
+		err = fiber_join(f[i], NULL);
+		if (err)
+			bench_die("fiber_join: %s", strerror(err));
+	}
+	run_check(o, &run, "fiber", r);
+	for (i = 0; i < run.nr / 2; i++)
+		fiber_pipe_destroy(run.fpipe[i]);
+	fiber_barrier_destroy(&fiber_gate);
+	free(f);
+	run_free(&run);
+}
+
+/* Threads mode. */
+
+static void run_threads(const struct options *o, struct result *r)
+{
+	struct run run = { 0 };
+	pthread_attr_t attr;
+	unsigned long i;
+	pthread_t *t;
+	int err;
+
+	run_setup(o, &run, &thread_transport);
+	t = calloc(run.nr, sizeof(*t));
+	if (!t)
+		bench_die("out of memory for %lu threads", run.nr);
+	for (i = 0; i < run.nr / 2; i++) {
+		if (pipe(run.fd[i]))
+			bench_die("pipe: %s (try fewer --groups or --fds)",
+				  strerror(errno));
+	}
+	pthread_barrier_init(&thread_gate, NULL, run.nr);
+	/* Small stacks, as hackbench: there may be thousands. */
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	for (i = 0; i < run.nr; i++) {
+		err = pthread_create(&t[i], &attr,
+				     i < run.nr / 2 ? receiver : sender,
+				     &run.member[i]);
+		if (err)
+			bench_die("pthread_create: %s", strerror(err));
+	}
+	pthread_attr_destroy(&attr);
+	for (i = 0; i < run.nr; i++)
+		pthread_join(t[i], NULL);
+	run_check(o, &run, "threads", r);
+	for (i = 0; i < run.nr / 2; i++) {
+		close(run.fd[i][0]);
+		close(run.fd[i][1]);
+	}
+	pthread_barrier_destroy(&thread_gate);
+	free(t);
+	run_free(&run);
+}
+
+/* Output. */
+
+static double seconds(const struct result *r)
+{
+	return r->elapsed_ns / 1e9;
+}
+
+static double messages_per_sec(const struct result *r)
+{
+	return r->received / seconds(r);
+}
+
+static void print_json(const struct options *o, const struct result *r,
+		       const char *features)
+{
+	bench_json_open("hackbench", r->mode);
+	bench_json_uint("workers", o->workers);
+	bench_json_uint("groups", o->groups);
+	bench_json_uint("fds", o->fds);
+	bench_json_uint("loops", o->loops);
+	bench_json_uint("datasize", o->datasize);
+	bench_json_metrics();
+	bench_json_uint("messages_sent", r->sent);
+	bench_json_uint("messages_received", r->received);
+	bench_json_double("seconds", seconds(r));
+	bench_json_double("messages_per_sec", messages_per_sec(r));
+	bench_json_close(features);
+}
+
+static void print_table(const struct options *o, const struct result *res,
+			int nr, const char *features)
+{
+	int i;
+
+	printf("hackbench: %lu groups x (%lu senders -> %lu receivers), "
+	       "%lu loops, %lu-byte messages, features: %s\n",
+	       o->groups, o->fds, o->fds, o->loops, o->datasize, features);
+	printf("%-8s %7s %12s %10s %14s\n", "mode", "workers", "messages",
+	       "seconds", "messages/s");
+	for (i = 0; i < nr; i++)
+		printf("%-8s %7u %12llu %10.3f %14.0f\n", res[i].mode,
+		       o->workers, res[i].received, seconds(&res[i]),
+		       messages_per_sec(&res[i]));
+	if (nr == 2)
+		printf("ratio threads/fiber (seconds): %.2f\n",
+		       seconds(&res[1]) / seconds(&res[0]));
+}
+
+/* Command line. */
+
+static const char usage_text[] =
+	"Usage: " PROG " [OPTION]...\n"
+	"Groups of senders and receivers exchange fixed-size messages over\n"
+	"fiber pipes; the same runs with kernel threads over OS pipes, as\n"
+	"rt-tests' `hackbench -T -p`.\n"
+	"\n"
+	"  --groups G       groups (default 10)\n"
+	"  --fds F          senders and receivers per group (default 20)\n"
+	"  --loops L        messages each sender sends to each receiver of\n"
+	"                   its group (default 100)\n"
+	"  --datasize D     bytes per message, at most 4096 (default 100)\n"
+	"  --workers N      fiber workers (default: the CPUs the process\n"
+	"                   may use); threads are not pinned\n"
+	"  --fibers         run the fiber mode only\n"
+	"  --threads        run the threads baseline only\n"
+	"  --features STR   fiber_sched_features_set(STR) after fiber_init\n"
+	"  --json           one JSON object per mode, one per line:\n"
+	"                   bench, mode, params, metrics, features\n"
+	"  --help           this text\n"
+	"\n"
+	"messages = G * F * F * L; the clock runs from the start gate to the\n"
+	"last receiver's last byte:\n"
+	"  seconds          = elapsed_ns / 1e9\n"
+	"  messages_per_sec = messages / seconds\n"
+	"Without --fibers or --threads both run, and a last line gives the\n"
+	"ratio of their seconds (threads / fiber).\n";
+
+enum {
+	OPT_GROUPS = 256,
+	OPT_FDS,
+	OPT_LOOPS,
+	OPT_DATASIZE,
+	OPT_WORKERS,
+	OPT_FIBERS,
+	OPT_THREADS,
+	OPT_FEATURES,
+	OPT_JSON,
+	OPT_HELP,
+};
+
+static const struct option long_opts[] = {
+	{ "groups", required_argument, NULL, OPT_GROUPS },
+	{ "fds", required_argument, NULL, OPT_FDS },
+	{ "loops", required_argument, NULL, OPT_LOOPS },
+	{ "datasize", required_argument, NULL, OPT_DATASIZE },
+	{ "workers", required_argument, NULL, OPT_WORKERS },
+	{ "fibers", no_argument, NULL, OPT_FIBERS },
+	{ "threads", no_argument, NULL, OPT_THREADS },
+	{ "features", required_argument, NULL, OPT_FEATURES },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void parse_one(struct options *o, int c, const char *arg)
+{
+	switch (c) {
+	case OPT_GROUPS:
+		o->groups = bench_parse_count("--groups", arg, GROUPS_MAX);
+		break;
+	case OPT_FDS:
+		o->fds = bench_parse_count("--fds", arg, FDS_MAX);
+		break;
+	case OPT_LOOPS:
+		o->loops = bench_parse_count("--loops", arg, LOOPS_MAX);
+		break;
+	case OPT_DATASIZE:
+		o->datasize =
+			bench_parse_count("--datasize", arg, DATASIZE_MAX);
+		break;
+	case OPT_WORKERS:
+		o->workers = bench_parse_count("--workers", arg, WORKERS_MAX);
+		break;
+	case OPT_FIBERS:
+		o->fibers = true;
+		break;
+	case OPT_THREADS:
+		o->threads = true;
+		break;
+	case OPT_FEATURES:
+		o->features = arg;
+		break;
+	case OPT_JSON:
+		o->json = true;
+		break;
+	}
+}
+
+static void parse_args(int argc, char **argv, struct options *o)
+{
+	int c;
+
+	*o = (struct options){ .groups = GROUPS_DEFAULT,
+			       .fds = FDS_DEFAULT,
+			       .loops = LOOPS_DEFAULT,
+			       .datasize = DATASIZE_DEFAULT,
+			       .workers = bench_nr_cpus() };
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", long_opts, NULL)) != -1) {
+		if (c == OPT_HELP) {
+			fputs(usage_text, stdout);
+			exit(0);
+		}
+		if (c == ':' || c == '?') {
+			fprintf(stderr,
+				PROG ": %s '%s'\nTry '" PROG " --help'.\n",
+				c == ':' ? "missing value for" :
+					   "unknown option",
+				argv[optind - 1]);
+			exit(2);
+		}
+		parse_one(o, c, optarg);
+	}
+	if (optind < argc) {
+		fprintf(stderr, PROG ": unexpected argument '%s'\n",
+			argv[optind]);
+		exit(2);
+	}
+	if (!o->fibers && !o->threads)
+		o->fibers = o->threads = true;
+}
+
+int main(int argc, char **argv)
+{
+	struct result res[2];
+	struct options o;
+	char *features;
+	int i, nr = 0, err;
+
+	parse_args(argc, argv, &o);
+	features = bench_start_runtime(o.workers, o.features);
+	if (o.fibers)
+		run_fibers(&o, &res[nr++]);
+	/* The workers must not share the CPUs with the baseline. */
+	err = fiber_shutdown();
+	if (err)
+		bench_die("fiber_shutdown: %s", strerror(err));
+	if (o.threads)
+		run_threads(&o, &res[nr++]);
+
+	if (o.json) {
+		for (i = 0; i < nr; i++)
+			print_json(&o, &res[i], features);
+	} else {
+		print_table(&o, res, nr, features);
+	}
+	free(features);
+	return 0;
+}

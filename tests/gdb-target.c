@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * gdb-target.c - the program tests/test-gdb.sh debugs: a few named fibers
+ * parked in a known function, then a stop in gdb_stop_here().
+ */
+#include <stdio.h>
+
+#include "fiber.h"
+
+#define NR 3
+
+static fiber_sem_t sem;
+
+__attribute__((noinline)) static void parked_in_here(void)
+{
+	fiber_sem_wait(&sem);
+}
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	parked_in_here();
+	return NULL;
+}
+
+__attribute__((noinline)) void gdb_stop_here(void);
+__attribute__((noinline)) void gdb_stop_here(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+int main(void)
+{
+	struct fiber_config c = { 0 };
+	fiber_attr_t a;
+	fiber_t f[NR];
+	char name[32];
+	int v = 0;
+
+	c.workers = 2;
+	if (fiber_init(&c) || fiber_sem_init(&sem, 0))
+		return 1;
+	for (int i = 0; i < NR; i++) {
+		fiber_attr_init(&a);
+		snprintf(name, sizeof(name), "gdb-sleeper-%d", i);
+		fiber_attr_setname(&a, name);
+		if (fiber_create(&f[i], &a, sleeper, NULL))
+			return 1;
+	}
+	/* Wait until all are parked: created and switched out. */
+	while (fiber_stats_counter("parks") < NR)
+		fiber_sem_getvalue(&sem, &v);
+	printf("first-id %llu\n", (unsigned long long)fiber_id(f[0]));
+	fflush(stdout);
+	gdb_stop_here();
+	for (int i = 0; i < NR; i++)
+		fiber_sem_post(&sem);
+	for (int i = 0; i < NR; i++)
+		fiber_join(f[i], NULL);
+	fiber_shutdown();
+	return 0;
+}

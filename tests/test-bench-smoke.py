@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""test-bench-smoke - every benchmark in a tiny configuration, and the
+statistics of bench/compare.
+
+Usage: test-bench-smoke.py BUILD_ROOT SOURCE_ROOT
+
+Runs each program of bench/ with --json and checks what it reports, never
+how fast: the records parse, have the documented layout, the counts add up
+(messages sent = received, round trips = pairs * loops, requests timed =
+requests run) and percentiles are ordered.  Then bench/compare --selftest
+(its statistics on fixed data) and one tiny comparison.  Prints TAP.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BUILD, SOURCE = sys.argv[1], sys.argv[2]
+results = []
+
+
+def bench(name, *args, expect_rc=0):
+    cmd = [os.path.join(BUILD, "bench", name)] + list(args)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=120)
+    if proc.returncode != expect_rc:
+        raise AssertionError("%s: exit %d, expected %d; stderr: %s" %
+                             (" ".join(cmd), proc.returncode, expect_rc,
+                              proc.stderr.strip()))
+    return proc.stdout
+
+
+def records(out):
+    recs = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    for r in recs:
+        for key in ("bench", "mode", "params", "metrics", "features"):
+            assert key in r, "record without %s: %s" % (key, r)
+    return recs
+
+
+def ordered(metrics, keys):
+    vals = [metrics[k] for k in keys]
+    assert all(v > 0 for v in vals), "non-positive percentile: %s" % vals
+    assert vals == sorted(vals), "percentiles out of order: %s" % vals
+
+
+def test(fn):
+    results.append(fn)
+    return fn
+
+
+@test
+def pipe_pingpong_counts_and_percentiles():
+    recs = records(bench("pipe-pingpong", "--pairs", "2", "--workers", "2",
+                         "--loops", "2000", "--thread-loops", "500",
+                         "--latency", "--json"))
+    assert [r["mode"] for r in recs] == ["fiber", "threads"], recs
+    for r, loops in zip(recs, (2000, 500)):
+        m = r["metrics"]
+        assert r["params"]["loops"] == loops, r
+        assert m["roundtrips"] == 2 * loops, r
+        assert m["ns_per_roundtrip"] > 0 and m["roundtrips_per_sec"] > 0
+        ordered(m, ["p50_ns", "p90_ns", "p99_ns", "p99.9_ns"])
+
+
+@test
+def pipe_pingpong_duration():
+    recs = records(bench("pipe-pingpong", "--duration", "1", "--fibers",
+                         "--json"))
+    assert len(recs) == 1 and recs[0]["params"]["duration_s"] == 1
+    assert recs[0]["metrics"]["roundtrips"] > 0
+    assert 0.9 < recs[0]["metrics"]["elapsed_s"] < 30
+    bench("pipe-pingpong", "--duration", "1", "--loops", "5",
+          expect_rc=2)
+
+
+@test
+def pipe_pingpong_features():
+    recs = records(bench("pipe-pingpong", "--loops", "1000", "--fibers",
+                         "--features", "NO_TTWU_QUEUE", "--json"))
+    assert "NO_TTWU_QUEUE" in recs[0]["features"].split(), recs
+    bench("pipe-pingpong", "--features", "NO_SUCH_FEATURE", expect_rc=2)
+
+
+@test
+def hackbench_messages_add_up():
+    recs = records(bench("hackbench", "--groups", "2", "--fds", "3",
+                         "--loops", "20", "--datasize", "64", "--workers",
+                         "2", "--json"))
+    assert [r["mode"] for r in recs] == ["fiber", "threads"], recs
+    for r in recs:
+        m = r["metrics"]
+        assert m["messages_sent"] == m["messages_received"] == 2 * 3 * 3 * 20
+        assert m["seconds"] > 0 and m["messages_per_sec"] > 0
+
+
+@test
+def schbench_counts_and_percentiles():
+    recs = records(bench("schbench", "--messages", "2",
+                         "--workers-per-message", "2", "--runtime", "1",
+                         "--think-us", "5", "--workers", "2", "--json"))
+    assert [r["mode"] for r in recs] == ["fiber", "threads"], recs
+    for r in recs:
+        m = r["metrics"]
+        assert m["requests"] > 0 and m["requests_per_sec"] > 0, r
+        # Warm-up wakeups and the stop wakeups are taken, not timed.
+        assert m["wakeups"] >= m["requests"] + 4, r
+        ordered(m, ["wakeup_%s_us" % p for p in
+                    ("p50", "p75", "p90", "p95", "p99", "p99.5", "p99.9")])
+
+
+@test
+def create_join_record():
+    recs = records(bench("create-join", "--fibers", "1000", "--json"))
+    assert recs[0]["metrics"]["fibers_per_sec"] > 0, recs
+
+
+@test
+def tables_print():
+    for name, args in (("pipe-pingpong", ["--loops", "500"]),
+                       ("hackbench", ["--groups", "1", "--fds", "2",
+                                      "--loops", "5"]),
+                       ("schbench", ["--runtime", "1",
+                                     "--workers-per-message", "1"])):
+        out = bench(name, *args)
+        assert out.startswith(name + ":") and "ratio threads/fiber" in out
+
+
+@test
+def compare_selftest():
+    proc = subprocess.run([sys.executable,
+                           os.path.join(SOURCE, "bench", "compare"),
+                           "--selftest"], stdout=subprocess.PIPE, text=True)
+    assert proc.returncode == 0, proc.stdout
+
+
+@test
+def compare_runs_both_sides():
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "cmp")
+        proc = subprocess.run(
+            [sys.executable, os.path.join(SOURCE, "bench", "compare"),
+             "--build", BUILD, "--bench", "create-join", "-k", "2",
+             "--b", "NO_WA_IDLE", "--out", out, "--", "--fibers", "500"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert "ns_per_fiber (am)" in proc.stdout, proc.stdout
+        assert "fibers_per_sec (hm)" in proc.stdout, proc.stdout
+        with open(out + ".json") as f:
+            data = json.load(f)
+        assert len(data["A"]["values"]["ns_per_fiber"]) == 2, data
+        assert len(data["B"]["values"]["ns_per_fiber"]) == 2, data
+
+
+def main():
+    print("1..%d" % len(results))
+    failed = 0
+    for i, fn in enumerate(results, 1):
+        try:
+            fn()
+            print("ok %d - %s" % (i, fn.__name__))
+        except Exception as e:  # report every failure, keep going
+            failed += 1
+            print("not ok %d - %s" % (i, fn.__name__))
+            for line in str(e).splitlines():
+                print("# " + line)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
