@@ -98,15 +98,15 @@ struct fb_sched_view *_Atomic fb_topo_view_current;
 struct fb_topo_qs fb_topo_qs[FB_MAX_WORKERS];
 __thread bool fb_topo_qsbr_reader __attribute__((tls_model("initial-exec")));
 
-static __thread bool registered; /* this thread is a liburcu reader */
+static __thread bool registered;  /* this thread is a liburcu reader */
 static __thread int qsbr_id = -1; /* online worker id of this thread */
-static pthread_key_t reader_key; /* destructor unregisters */
+static pthread_key_t reader_key;  /* destructor unregisters */
 static pthread_once_t reader_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t publish_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
-static bool membarrier_ok;	/* set once, before any worker goes online */
-static atomic_int qs_hi;	/* 1 + highest id ever online; seq_cst */
+static bool membarrier_ok; /* set once, before any worker goes online */
+static atomic_int qs_hi;   /* 1 + highest id ever online; seq_cst */
 
 /* Wait for a worker: spins with sched_yield() first, then sleeps this many
  * microseconds, doubling up to the cap.  Picked: a busy worker reports

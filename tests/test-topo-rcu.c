@@ -294,8 +294,7 @@ static void test_topo_rcu_publish_waits_for_worker_report(void **state)
 	fb_store_seqcst(&step, 0);
 	fb_store_seqcst(&published, 0);
 	assert_int_equal(fb_topo_view_rebuild(t, 0, 0), 0);
-	assert_int_equal(pthread_create(&wt, NULL, worker_in_section, NULL),
-			 0);
+	assert_int_equal(pthread_create(&wt, NULL, worker_in_section, NULL), 0);
 	while (fb_load_seqcst(&step) != 1)
 		sched_yield();
 	assert_int_equal(pthread_create(&pt, NULL, publisher, t), 0);
@@ -320,8 +319,7 @@ static void *worker_publishes(void *arg)
 	assert_non_null(fb_topo_view_get());
 	fb_topo_read_unlock();
 	fb_topo_quiescent(1);
-	assert_int_equal(fb_topo_view_rebuild(arg, 0, FB_VIEW_ASYM_PACKING),
-			 0);
+	assert_int_equal(fb_topo_view_rebuild(arg, 0, FB_VIEW_ASYM_PACKING), 0);
 	fb_topo_read_lock();
 	assert_non_null(fb_topo_view_get()->sd_asym[0]);
 	fb_topo_read_unlock();
@@ -329,8 +327,8 @@ static void *worker_publishes(void *arg)
 	return NULL;
 }
 
-static void test_topo_rcu_sleeping_and_publishing_workers_do_not_block(
-	void **state)
+static void
+test_topo_rcu_sleeping_and_publishing_workers_do_not_block(void **state)
 {
 	struct fb_topo *t = open_topo();
 	pthread_t pt;
