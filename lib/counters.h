@@ -38,7 +38,7 @@ FB_COUNTER(wake_scan_hit, "wake placement: an idle worker found by the LLC scan"
 FB_COUNTER(wake_scan_miss, "wake placement: nothing idle found, target kept")
 FB_COUNTER(wake_affinity, "wake placement: answer replaced to honour affinity")
 FB_COUNTER(wake_probes, "workers probed by LLC scans (sum)")
-FB_COUNTER(wake_placements, "wake placements decided (divide wake_probes by it)")
+FB_COUNTER(wake_placements, "wake placements decided (divide wake_probes by it); a one-worker runtime decides none")
 FB_COUNTER(scan_cut_sis_util, "LLC scans skipped or cut short by SIS_UTIL")
 FB_COUNTER(scan_cut_core_limit, "idle-core scans cut short by SIS_CORE_LIMIT")
 FB_COUNTER(timers_fired, "timers that expired (sleeps, timed waits, I/O timeouts)")

@@ -359,6 +359,13 @@ bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
 		}
 	}
 	FB_COUNT(this, wakeups);
+	if (fb_rt->nr_workers == 1 && this) {
+		/* One worker and the waker runs on it: there is nothing to
+		 * place, and @f left the worker before the waker ran, so its
+		 * on_worker is already 0. */
+		enqueue(f, this, this);
+		return true;
+	}
 	fb_sched_view_enter(&v);
 	if (fb_load_acquire(&f->on_worker)) {
 		t = f->pf.prev;
