@@ -58,12 +58,14 @@ int bench_worker_cpu(unsigned int w);
 /*
  * JSON records: one object per measured configuration, on one line,
  *
- *	{"bench":NAME,"mode":MODE,"params":{...},"metrics":{...},
- *	 "features":STR}
+ *	{"bench":NAME,"mode":MODE,P...,M...,"features":STR,
+ *	 "params":{P...},"metrics":{M...}}
  *
- * printed as bench_json_open(), the parameters, bench_json_metrics(), the
- * metrics, bench_json_close().  Numbers are printed with %.10g (doubles) or
- * as whole numbers; the driver bench/compare reads "metrics".
+ * with every parameter P and metric M both at the top level (the flat
+ * one-line format pipe-pingpong promised first) and in its group (what
+ * bench/compare reads), printed as bench_json_open(), the parameters,
+ * bench_json_metrics(), the metrics, bench_json_close().  Numbers are
+ * printed with %.10g (doubles) or as whole numbers.
  */
 void bench_json_open(const char *bench, const char *mode);
 void bench_json_uint(const char *key, unsigned long long v);
