@@ -111,8 +111,8 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 	struct fb_worker *w = fb_worker_self();
 	struct fb_fiber *f = w ? w->curr : NULL;
 
-	if (f && si->si_code > 0 && fb_stack_guard_contains(&f->stack,
-							     si->si_addr)) {
+	if (f && si->si_code > 0 &&
+	    fb_stack_guard_contains(&f->stack, si->si_addr)) {
 		report(f, si->si_addr);
 		abort();
 	}

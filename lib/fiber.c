@@ -161,8 +161,9 @@ static int set_affinity(struct fb_pfiber *pf, const cpu_set_t *set)
  * The registry of live fibers, for debuggers (lib/libfiber-gdb.py, "info
  * fibers"): each fiber is on the list of the worker it was created for
  * from fiber_create until its reap.  Cost: one spinlock round trip on that
- * worker's live_lock at create and one at exit, which is about 1-2% of a
- * create/join pair (bench/create-join); always on, because the debugger is
+ * worker's live_lock (its own cache line) at create and one at exit, no
+ * allocation; contended only when several workers create for, or reap
+ * fibers of, the same worker at once.  Always on, because the debugger is
  * most needed on the build that was not prepared for it.
  */
 static void registry_add(struct fb_fiber *f, int t)
@@ -207,6 +208,7 @@ int fiber_create(fiber_t *fiber, const fiber_attr_t *attr,
 		return EAGAIN;
 	f->pf.prev = -1;
 	f->pf.recent_used = -1;
+	f->pf.weight = FB_PELT_CAPACITY; /* every fiber weighs 1024 (1.3) */
 	if (attr && attr->has_affinity) {
 		rc = set_affinity(&f->pf, &attr->affinity);
 		if (rc)

@@ -63,8 +63,14 @@ def fibers():
 
 
 def _state(f):
-    s = str(f["state"])
-    return s.replace("FB_FIBER_", "").lower()
+    v = int(f["state"])
+    try:
+        for fld in gdb.lookup_type("enum fb_fiber_state").fields():
+            if fld.enumval == v:
+                return fld.name.replace("FB_FIBER_", "").lower()
+    except gdb.error:
+        pass
+    return str(v)
 
 
 def _find(fid):

@@ -90,8 +90,8 @@ static inline void fb_san_finish_switch(void *fake)
 /* What the tools know about one fiber; lives in struct fb_fiber, zeroed
  * with it.  Written by the creator and the reaper only. */
 struct fb_san_fiber {
-	void *tsan;		/* TSan fiber context */
-	unsigned int vg_stack;	/* valgrind stack id */
+	void *tsan;	       /* TSan fiber context */
+	unsigned int vg_stack; /* valgrind stack id */
 };
 
 #ifdef FB_TSAN

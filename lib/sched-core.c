@@ -438,12 +438,14 @@ void fb_waiter_wake(struct fb_waiter *w, unsigned int flags)
 static fb_noinline void migrate_finish(struct fb_worker *w,
 				       struct fb_fiber *f)
 {
-	w->migrating = false;
+	int t = fb_sched_balance_migrate_target(w, f); /* active balance */
 	struct fb_place_view v;
 
+	w->migrating = false;
 	fb_sched_view_enter(&v);
-	deliver(&v, f, fb_place_select_wake(&v, &f->pf, NULL, -1, 0, 0, NULL),
-		w);
+	if (t < 0)
+		t = fb_place_select_wake(&v, &f->pf, NULL, -1, 0, 0, NULL);
+	deliver(&v, f, t, w);
 	fb_sched_view_exit();
 }
 
@@ -512,9 +514,10 @@ static void schedule(struct fb_worker *w, struct fb_fiber *prev,
 	if (fb_load_relaxed(&w->wakelist))
 		fb_sched_drain_wakelist(w);
 	fb_spin_lock(&w->rq_lock);
-	if (mode == SCHED_YIELD)
+	if (mode == SCHED_YIELD) {
 		fb_list_add_tail(&prev->rq_node, &w->rq);
-	else
+		prev->pf.last_ran_ns = w->bal.clock_ns; /* cache hot (1.6) */
+	} else
 		fb_nr_running_add_local(w, -1);
 	n = fb_list_pop(&w->rq);
 	fb_spin_unlock(&w->rq_lock);
@@ -558,6 +561,12 @@ bool fb_sched_yield(void)
 	struct fb_worker *w = fb_worker_self();
 	struct fb_fiber *f = w->curr;
 
+	/* An active balance asked for this fiber (sched-balance.c). */
+	if (fb_unlikely(fb_load_relaxed(&w->pw.push_target) >= 0) &&
+	    fb_sched_balance_push(w)) {
+		fb_sched_migrate();
+		return true;
+	}
 	if (!fb_load_relaxed(&w->wakelist) &&
 	    fb_load_relaxed(&w->pw.nr_running) <= 1) {
 		/* A yield loop must still see its timers and I/O (rule 5),
@@ -611,12 +620,15 @@ int fb_sched_select_create(struct fb_fiber *f)
 {
 	struct fb_worker *this = fb_worker_self();
 
+	struct fb_create_info info = { 0 };
 	struct fb_place_view v;
 	int t;
 
 	fb_sched_view_enter(&v);
-	t = fb_place_select_create(&v, &f->pf, this ? this->id : -1, NULL);
+	t = fb_place_select_create(&v, &f->pf, this ? this->id : -1, &info);
 	fb_sched_view_exit();
+	if (info.nr_numa_imb_kept)
+		FB_COUNT(this, create_numa_imb);
 	return t;
 }
 

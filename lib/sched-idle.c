@@ -123,6 +123,7 @@ static void idle_wait(struct fb_worker *w)
 sleep:
 	/* futex, or epoll as the poller, until the next timer (sched-poll.c);
 	 * publishers of the view stop waiting for us meanwhile (topo-rcu.c) */
+	fb_sched_balance_sleep(w); /* sleeper balancing (sched-balance.c) */
 	fb_topo_worker_sleep(w->id);
 	fb_sched_idle_sleep(w);
 	fb_topo_worker_wake(w->id);
@@ -189,9 +190,12 @@ void *fb_worker_main(void *arg)
 		fb_topo_quiescent(w->id);
 		fb_sched_finish_switch(w);
 		next = pick_idle(w);
+		if (!next && fb_sched_balance_idle(w)) /* sched-balance.c */
+			next = pick_idle(w);
 		if (!next)
 			next = steal(w);
 		if (next) {
+			fb_sched_balance_idle_exit(w);
 			fb_sched_switch_to(w, NULL, next);
 			continue;
 		}

@@ -171,6 +171,24 @@ struct fb_counters {
 	} while (0)
 void fb_count_foreign(size_t offset);
 
+/* Levels whose balance attempts and pulls are counted per worker. */
+#define FB_BAL_LEVELS 8
+
+/* A worker's load-balancing state (sched-balance.c); owner only unless
+ * said otherwise. */
+struct fb_wbalance {
+	uint64_t clock_ns;	/* last clock read at a tick or an idle edge */
+	uint64_t next_tick_ns;	/* next fb_place_tick() */
+	uint64_t sample_ns;	/* last PELT sample of curr */
+	bool busy;		/* ran fibers since it last went idle */
+	int migrate_to;		/* active balance: the worker prev_switch
+				   goes to, -1 none */
+	struct fb_fiber *_Atomic push_fiber; /* fiber push_target was asked
+				   for; written by the balancer first */
+	uint32_t nr_lb[FB_BAL_LEVELS];	  /* balance attempts per level */
+	uint32_t nr_pulled[FB_BAL_LEVELS]; /* fibers pulled per level */
+};
+
 /*
  * A worker.  The fields others write (state, wakelist, run queue) sit on
  * their own cache lines in @pw and below; the rest is owner-only.
@@ -205,6 +223,7 @@ struct fb_worker {
 	uint64_t rng;		/* per-worker PRNG state */
 	uint64_t next_sis_refresh_ns; /* idle_entry's SIS_UTIL cadence */
 	unsigned int ticks;	/* scheduling points, for fb_sched_tick() */
+	struct fb_wbalance bal;	/* sched-balance.c */
 	struct fb_counters cnt;
 };
 
@@ -366,10 +385,17 @@ bool fb_timespec_valid(const struct timespec *ts);
  * Context: worker @w at a scheduling point, after the previous fiber was
  * released (fb_sched_finish_switch) or while the current one keeps running. */
 void fb_sched_tick(struct fb_worker *w);
+/* Load balancing at the same cadence (sched-balance.c). */
+void fb_sched_balance_tick(struct fb_worker *w);
+static inline void fb_sched_tick_slow(struct fb_worker *w)
+{
+	fb_sched_tick(w);
+	fb_sched_balance_tick(w);
+}
 static inline void fb_sched_tick_maybe(struct fb_worker *w)
 {
 	if (fb_unlikely((++w->ticks & (FB_TICK_SWITCHES - 1)) == 0))
-		fb_sched_tick(w);
+		fb_sched_tick_slow(w);
 }
 /* fb_sched_idle_poll - an idle (POLLING) worker looks at epoll without
  * blocking, if no worker is the poller.  Returns true if it woke fibers.
@@ -393,5 +419,33 @@ int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline,
 /* fb_poll_fini - close the poller and free the fd table.  Context:
  * shutdown, every worker stopped. */
 void fb_poll_fini(void);
+
+/* ---- load balancing in the runtime (sched-balance.c; issue #4) ---- */
+
+/* The tick: at most every FB_TICK_NS a busy worker runs fb_place_tick(). */
+#define FB_TICK_NS 1000000ull
+/* fb_sched_balance_worker_init - starting values of @w's balancing fields.
+ * Context: runtime start, before the worker thread runs. */
+void fb_sched_balance_worker_init(struct fb_worker *w);
+/* fb_sched_balance_idle - @w's run queue is empty: run a pending kick's
+ * sleeper pass and newly-idle balancing.  Return: @w has work.
+ * Context: worker @w in its idle loop, no lock held. */
+bool fb_sched_balance_idle(struct fb_worker *w);
+/* fb_sched_balance_idle_exit - the idle loop of @w found work: avg_idle,
+ * the idle interval's PELT sample, leaving the sleeping mask.
+ * Context: worker @w in its idle loop. */
+void fb_sched_balance_idle_exit(struct fb_worker *w);
+/* fb_sched_balance_sleep - @w's poll window is over and it is about to
+ * sleep: the idle-entry STATS pass (heuristics.md 6(b) rule 4), then
+ * fb_place_sleep_enter() unless it is already in the sleeping mask.
+ * Context: worker @w, POLLING, outside read sections. */
+void fb_sched_balance_sleep(struct fb_worker *w);
+/* fb_sched_balance_push - the running fiber of @w is at a yield and an
+ * active balance asked for it: set w->bal.migrate_to and return true (the
+ * caller migrates it), or drop a request that lapsed.  Context: fiber. */
+bool fb_sched_balance_push(struct fb_worker *w);
+/* fb_sched_balance_migrate_target - where migrate_finish sends @f: the
+ * active-balance destination, or -1 for placement's choice. */
+int fb_sched_balance_migrate_target(struct fb_worker *w, struct fb_fiber *f);
 
 #endif /* FB_SCHED_H */

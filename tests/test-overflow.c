@@ -63,8 +63,8 @@ static void child(void *(*fn)(void *), void *arg, const char *name,
 	signal(SIGSEGV, SIG_DFL);
 	c.workers = 1;
 	if (fiber_init(&c) || fiber_attr_init(&a) ||
-	    fiber_attr_setname(&a, name) || fiber_attr_setstacksize(&a, stack) ||
-	    fiber_create(&f, &a, fn, arg))
+	    fiber_attr_setname(&a, name) ||
+	    fiber_attr_setstacksize(&a, stack) || fiber_create(&f, &a, fn, arg))
 		_exit(3);
 	fiber_join(f, NULL);
 	_exit(0);
@@ -144,8 +144,10 @@ static void test_overflow_other_segfault_passes_through(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_overflow_guard_page_names_fiber_and_aborts),
-		cmocka_unit_test(test_overflow_report_gives_size_rounded_to_pages),
+		cmocka_unit_test(
+			test_overflow_guard_page_names_fiber_and_aborts),
+		cmocka_unit_test(
+			test_overflow_report_gives_size_rounded_to_pages),
 		cmocka_unit_test(test_overflow_other_segfault_passes_through),
 	};
 

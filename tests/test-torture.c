@@ -46,12 +46,13 @@
 #define NR_ONCE 8
 #define NR_CHAN 3
 #define NR_PIPE 3
-#define NR_SQUAD 4	  /* barrier squad size */
+#define NR_SQUAD 4 /* barrier squad size */
 #define SEM_PERMITS 3
-#define MAX_PENDING 4	  /* children a chaos fiber keeps to join later */
+#define MAX_PENDING 4 /* children a chaos fiber keeps to join later */
 #define STACK_WORDS 32
 
-static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void die(const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 1, 2)));
 
 static void die(const char *fmt, ...)
 {
@@ -84,13 +85,13 @@ static uint64_t splitmix(uint64_t *s)
 /* ---- per-fiber state: canary, stack pattern, worker check --------------- */
 
 struct tf {
-	atomic_int on;		/* canary: 1 while some worker runs us */
-	int worker;		/* worker at the last switch point */
+	atomic_int on; /* canary: 1 while some worker runs us */
+	int worker;    /* worker at the last switch point */
 	uint64_t rng;
-	uint64_t *pattern;	/* on our own stack */
+	uint64_t *pattern; /* on our own stack */
 	uint64_t pattern_seed;
 	int index;
-	atomic_int last_action;	/* for the watchdog's dump */
+	atomic_int last_action; /* for the watchdog's dump */
 };
 
 static void pattern_check(struct tf *t)
@@ -116,8 +117,8 @@ static void enter(struct tf *t)
 static void leave(struct tf *t)
 {
 	CHECK(fiber_current_worker() == t->worker,
-	      "fiber %d moved from worker %d to %d without switching",
-	      t->index, t->worker, fiber_current_worker());
+	      "fiber %d moved from worker %d to %d without switching", t->index,
+	      t->worker, fiber_current_worker());
 	pattern_check(t);
 	CHECK(atomic_exchange(&t->on, 0) == 1, "fiber %d: canary lost",
 	      t->index);
@@ -142,7 +143,7 @@ static unsigned int rnd(struct tf *t, unsigned int n)
 static struct {
 	atomic_bool stop;
 	atomic_ulong progress;
-	atomic_long created;	/* fibers created by us, all phases */
+	atomic_long created; /* fibers created by us, all phases */
 	atomic_long live_children;
 	long max_children;
 	int nr_workers;
@@ -150,17 +151,17 @@ static struct {
 	uint64_t seed;
 
 	fiber_mutex_t mutex[NR_MUTEX];
-	long guarded[NR_MUTEX][2];	/* mutex[i]: both always equal */
+	long guarded[NR_MUTEX][2]; /* mutex[i]: both always equal */
 	fiber_rwlock_t rw;
-	long rw_a, rw_b;		/* rw: equal outside writers */
+	long rw_a, rw_b; /* rw: equal outside writers */
 	atomic_int rw_writers, rw_readers;
 	fiber_sem_t permits;
 	atomic_int permits_in;
-	fiber_sem_t *doorbell;		/* one per chaos fiber */
+	fiber_sem_t *doorbell; /* one per chaos fiber */
 	atomic_long doorbell_posts, doorbell_waits;
 	fiber_once_t once[NR_ONCE];
 	atomic_int once_runs[NR_ONCE];
-	fiber_chan_t *pool;		/* try-only token pool */
+	fiber_chan_t *pool; /* try-only token pool */
 	atomic_long pool_sent, pool_recv;
 
 	char features[32][48];
@@ -203,12 +204,14 @@ static void *child_main(void *arg)
 	{                                                                      \
 		atomic_fetch_add(&g.once_runs[i], 1);                          \
 	}
+/* clang-format off */
 ONCE_FN(0) ONCE_FN(1) ONCE_FN(2) ONCE_FN(3)
 ONCE_FN(4) ONCE_FN(5) ONCE_FN(6) ONCE_FN(7)
 static void (*const once_fns[NR_ONCE])(void) = {
 	once_fn_0, once_fn_1, once_fn_2, once_fn_3,
 	once_fn_4, once_fn_5, once_fn_6, once_fn_7,
 };
+/* clang-format on */
 
 static void act_mutex(struct tf *t)
 {
@@ -447,7 +450,7 @@ static void *chaos_main(void *arg)
 struct stream {
 	fiber_chan_t *chan;
 	fiber_pipe_t *pipe;
-	atomic_int producers;	/* left to finish; the last one closes */
+	atomic_int producers; /* left to finish; the last one closes */
 	atomic_long sent, recv;
 	atomic_ulong sum_sent, sum_recv;
 	uint64_t seed;
@@ -566,7 +569,7 @@ static void *pipe_reader(void *arg)
 
 static struct {
 	fiber_barrier_t b;
-	long round;		/* written by the serial fiber between waits */
+	long round; /* written by the serial fiber between waits */
 	bool done;
 } squad;
 
@@ -580,7 +583,8 @@ static void *squad_main(void *arg)
 
 		for (unsigned int n = splitmix(&rng) % 3; n--;)
 			fiber_yield();
-		if (fiber_barrier_wait(&squad.b) == FIBER_BARRIER_SERIAL_FIBER) {
+		if (fiber_barrier_wait(&squad.b) ==
+		    FIBER_BARRIER_SERIAL_FIBER) {
 			serial++;
 			squad.round++;
 			squad.done = atomic_load(&g.stop);
@@ -602,9 +606,9 @@ static void *squad_main(void *arg)
 static struct {
 	fiber_mutex_t m;
 	fiber_cond_t c;
-	int turn;		/* whose turn: 0 or 1; m */
-	long passes[2];		/* m */
-	bool done;		/* m */
+	int turn;	/* whose turn: 0 or 1; m */
+	long passes[2]; /* m */
+	bool done;	/* m */
 } pair;
 
 static void *pair_main(void *arg)
@@ -652,7 +656,8 @@ static void *watchdog(void *arg)
 			printf("# no progress for 60 s; chaos fibers' last "
 			       "actions:");
 			for (int i = 0; i < g.nr_chaos; i++)
-				printf(" %d", atomic_load(&chaos[i].last_action));
+				printf(" %d",
+				       atomic_load(&chaos[i].last_action));
 			die("stalled (a lost wakeup?), seed %#llx",
 			    (unsigned long long)g.seed);
 		}
@@ -741,8 +746,8 @@ static void check_objects(void)
 	      left);
 	free(g.doorbell);
 	for (int i = 0; i < NR_ONCE; i++)
-		CHECK(atomic_load(&g.once_runs[i]) <= 1,
-		      "once %d ran %d times", i, atomic_load(&g.once_runs[i]));
+		CHECK(atomic_load(&g.once_runs[i]) <= 1, "once %d ran %d times",
+		      i, atomic_load(&g.once_runs[i]));
 	while (fiber_chan_tryrecv(g.pool, &tok) == 0)
 		atomic_fetch_add(&g.pool_recv, 1);
 	CHECK(atomic_load(&g.pool_sent) == atomic_load(&g.pool_recv),
@@ -820,8 +825,8 @@ static int run_phase(int no, const char *topology, int workers, int nr_fibers,
 	CHECK(chaos, "out of memory");
 	for (int i = 0; i < g.nr_chaos; i++) {
 		chaos[i].index = i;
-		chaos[i].rng = g.seed * 1000003u + (uint64_t)no * 7919u +
-			       (uint64_t)i;
+		chaos[i].rng =
+			g.seed * 1000003u + (uint64_t)no * 7919u + (uint64_t)i;
 		f[nf++] = spawn(chaos_main, &chaos[i], "torture-chaos");
 	}
 	for (int i = 0; i < NR_CHAN; i++) {
@@ -841,7 +846,8 @@ static int run_phase(int no, const char *topology, int workers, int nr_fibers,
 		memset(&ps[i], 0, sizeof(ps[i]));
 		ps[i].id = i;
 		ps[i].seed = g.seed ^ ((uint64_t)i << 32);
-		CHECK(fiber_pipe_create(&ps[i].pipe, (size_t)(i + 1) * 1000) == 0,
+		CHECK(fiber_pipe_create(&ps[i].pipe, (size_t)(i + 1) * 1000) ==
+			      0,
 		      "pipe");
 		f[nf++] = spawn(pipe_writer, &ps[i], "torture-write");
 		f[nf++] = spawn(pipe_reader, &ps[i], "torture-read");

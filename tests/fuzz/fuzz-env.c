@@ -20,7 +20,10 @@ static void check_err(int rc, const char *err, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const long bounds[][2] = {
-		{ 1, 1024 }, { 0, 1000000 }, { LONG_MIN, LONG_MAX }, { -5, 5 },
+		{ 1, 1024 },
+		{ 0, 1000000 },
+		{ LONG_MIN, LONG_MAX },
+		{ -5, 5 },
 	};
 	char *v, err[256];
 	unsigned int pick;

@@ -20,8 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc;
 
 	memset(err, 'x', sizeof(err));
-	rc = fb_features_parse("LIBFIBER_SCHED_FEATURES", spec, base, &out,
-			       err, errlen);
+	rc = fb_features_parse("LIBFIBER_SCHED_FEATURES", spec, base, &out, err,
+			       errlen);
 	if (rc) {
 		if (rc != EINVAL || out != 42)
 			abort();

@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc;
 
 	if (size && data[0] == '0') {
-		min = 0;	/* exercise the whole range too */
+		min = 0; /* exercise the whole range too */
 		max = SIZE_MAX;
 	}
 	rc = fb_parse_size("LIBFIBER_STACK_SIZE", v, min, max, &out, err,

@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * sched-balance.c - load balancing in the running runtime: the glue between
+ * the pure decisions of place-balance.c, place-idle.c and place-create.c
+ * (issue #4) and the workers, run queues and sleep protocol of
+ * sched-core.c and sched-idle.c.
+ *
+ * The model.  The runtime is cooperative: there is no timer interrupt, so a
+ * "tick" is a scheduling point.  fb_sched_tick_maybe() (sched.h) already
+ * counts scheduling points for timers and I/O; every FB_TICK_SWITCHES of
+ * them a busy worker reads the clock here, samples its load averages, and
+ * once FB_TICK_NS (1 ms, the kernel's HZ=1000 tick) has passed runs
+ * fb_place_tick(): its own periodic balance, the decay of its own blocked
+ * load once per balance trigger, and the decision to kick a sleeping
+ * worker, which it then futex-wakes.  A worker whose run queue empties runs
+ * a pending kick's sleeper pass (fb_place_nohz_pass) and newly-idle
+ * balancing (fb_place_newidle) before the old steal() fallback; just
+ * before it sleeps it runs the idle-entry STATS pass of heuristics.md 6(b)
+ * rule 4 and enters the sleeping mask.  A kicked worker wakes, runs the
+ * pass from its idle loop and sleeps again; it stays in the sleeping mask
+ * throughout (it leaves only when its idle loop finds work, or at its
+ * first tick with work), so sleep_enter is not repeated and the global
+ * has_blocked is not set again behind the pass's back.
+ *
+ * Moving fibers.  A pull detaches under the source's rq lock and attaches
+ * under the destination's, never holding both; in between the fibers are
+ * RUNNABLE on no queue and owned by the balancer (nobody else moves a
+ * RUNNABLE fiber that is on no queue).  A queued fiber with on_worker == 1
+ * is offered as "running", so it never moves (sched-core.c rule 3).  The
+ * source's nr_running drops with an atomic decrement (or the owner's plain
+ * store when the balancer is the source), the destination's rises with a
+ * seq_cst increment and a wake (rule 4) when it is not the balancer.
+ * Active balance cannot pre-empt: fb_place_request_push() leaves
+ * push_target on the source; the source hands its running fiber over at
+ * that fiber's next yield (SCHED_MIGRATE to the requested worker); if the
+ * fiber parks instead, the request lapses (push_fiber no longer matches).
+ *
+ * Clock and PELT.  The clock is fb_now_ns() (vDSO CLOCK_MONOTONIC, about
+ * 20-25 ns, no system call); it is read once per FB_TICK_SWITCHES
+ * scheduling points of a busy worker, at idle entry and exit, and by
+ * balancing.  PELT is not updated at every switch: same-worker ping-pong
+ * (bench/pipe-pingpong --fibers) would pay a clock read and three updates
+ * per switch, about 10% of its instructions.  Instead the worker's
+ * averages are sampled at ticks, at idle edges and around migrations,
+ * with the state (nr_running, busy) seen at the sample standing for the
+ * whole interval since the previous one; the current fiber's own averages
+ * are sampled at ticks the same way (the interval goes to whoever runs at
+ * the sample, so a fiber's average is an estimate with at most one tick
+ * of error per sample).  runnable_weight is nr_running x 1024 at each
+ * sample (every fiber has weight 1024).  last_ran_ns (the cache-hot test)
+ * is the worker's last clock read, stored when a fiber yields and at ticks
+ * for the running fiber; a fiber that parked and was woken keeps the stamp
+ * of its last yield or tick, so it may look cold sooner than it is.  A fiber that wakes on another worker
+ * keeps its share in the old worker's sums as blocked load, which decays
+ * there; only balancing pulls detach and attach it (place-pelt.h).
+ * TODO(#4): detach on wake migrations through a lock-free "removed"
+ * accumulator, as the kernel does.
+ *
+ * Alternatives rejected: per-switch PELT with rdtsc (cheaper clock, same
+ * three updates); locking both run queues in id order (longer hold times
+ * for the same result, since nothing else moves a detached fiber).
+ */
+#include <string.h>
+
+#include "sched.h"
+
+/* Everything one balancing operation needs; the hooks' @arg. */
+struct bctx {
+	struct fb_place_view v;
+	struct fb_worker *self;
+	uint64_t now, tick;
+	struct fb_balance_ops ops;
+};
+
+/* A fiber pretending to be the source's running one: allowed everywhere;
+ * the source checks the real affinity when it honours a push. */
+static const struct fb_pfiber running_stub = { .weight = FB_PELT_CAPACITY };
+
+static uint64_t clock_now(void)
+{
+	return fb_now_ns();
+}
+
+static int level_of(const struct fb_domain *d)
+{
+	return FB_MIN(d->level, FB_BAL_LEVELS - 1);
+}
+
+static void nr_running_add(struct fb_worker *t, struct fb_worker *self, int d)
+{
+	if (t == self)
+		fb_nr_running_add_local(t, d);
+	else
+		atomic_fetch_add(&t->pw.nr_running, d);
+}
+
+/*
+ * sample_locked - account @w's averages up to @now with the state the
+ * worker has now standing for the interval (see the file comment).
+ * Context: w->rq_lock.
+ */
+static void sample_locked(struct fb_worker *w, uint64_t now, bool busy)
+{
+	int nr = fb_load_relaxed(&w->pw.nr_running);
+	unsigned n = busy ? (unsigned)FB_MAX(nr, 1) : 0;
+
+	fb_pelt_update_worker(&w->pw.avg, now, n * FB_PELT_CAPACITY, n, busy);
+	w->pw.runnable_weight = (unsigned long)FB_MAX(nr, 0) * FB_PELT_CAPACITY;
+}
+
+/* sample_curr_locked - the running fiber's share of the last interval. */
+static void sample_curr_locked(struct fb_worker *w, struct fb_fiber *f,
+			       uint64_t now)
+{
+	struct fb_pelt *a = &f->pf.avg;
+
+	if (a->last_update < w->bal.sample_ns)
+		fb_pelt_sync_blocked(a, w->bal.sample_ns, f->pf.weight);
+	fb_pelt_update(a, now, f->pf.weight, true, true);
+	f->pf.last_ran_ns = now;
+}
+
+/* ---- the hooks of struct fb_balance_ops ---------------------------------- */
+
+static uint64_t op_clock(void *arg)
+{
+	(void)arg;
+	return clock_now();
+}
+
+static void op_decay(void *arg, int i)
+{
+	struct bctx *c = arg;
+	struct fb_worker *w = fb_rt->workers[i];
+
+	fb_spin_lock(&w->rq_lock);
+	fb_place_decay_blocked(&w->pw, c->now, c->tick);
+	fb_spin_unlock(&w->rq_lock);
+	if (w == c->self)
+		FB_COUNT(c->self, blocked_decays);
+	else
+		FB_COUNT(c->self, sleeper_decays);
+}
+
+static bool refresh(struct bctx *c, int i)
+{
+	struct fb_worker *w = fb_rt->workers[i];
+	uint64_t before;
+	bool left;
+
+	fb_spin_lock(&w->rq_lock);
+	before = w->pw.nr_blocked_decays;
+	left = fb_place_refresh_sleeping(&c->v, i, c->now, c->tick);
+	before = w->pw.nr_blocked_decays - before;
+	fb_spin_unlock(&w->rq_lock);
+	if (before)
+		FB_COUNT(c->self, sleeper_decays);
+	return left;
+}
+
+static bool op_refresh(void *arg, int i)
+{
+	return refresh(arg, i);
+}
+
+static void lb_refresh(struct fb_lb_env *env, int i)
+{
+	refresh(env->arg, i);
+}
+
+static bool op_has_work(void *arg, int i)
+{
+	(void)arg;
+	return fb_worker_has_work(fb_rt->workers[i]);
+}
+
+/*
+ * detach - 1.6 step 6 on the source: offer its queued fibers (least
+ * recently run first: the FIFO's head) and its running one, take the
+ * marked ones off its queue and out of its sums.  Return: how many, in
+ * @out.  Context: no lock held; takes src->rq_lock.
+ */
+static int detach(struct bctx *c, struct fb_lb_env *env, struct fb_fiber **out)
+{
+	struct fb_worker *src = fb_rt->workers[env->src];
+	struct fb_lb_candidate cand[FB_LB_NR_MIGRATE + 1];
+	struct fb_fiber *fl[FB_LB_NR_MIGRATE + 1];
+	struct fb_list *n;
+	int k = 0, moved = 0;
+
+	fb_spin_lock(&src->rq_lock);
+	fb_list_for_each (n, &src->rq) {
+		struct fb_fiber *f = fb_list_entry(n, struct fb_fiber, rq_node);
+
+		if (k == FB_LB_NR_MIGRATE)
+			break;
+		cand[k] = (struct fb_lb_candidate){
+			.pf = &f->pf,
+			.running = fb_load_acquire(&f->on_worker) != 0,
+		};
+		fl[k++] = f;
+	}
+	if (__atomic_load_n(&src->curr, __ATOMIC_RELAXED)) {
+		cand[k] = (struct fb_lb_candidate){ .pf = &running_stub,
+						    .running = true };
+		fl[k++] = NULL;
+	}
+	if (!fb_place_lb_detach(env, cand, k))
+		goto out;
+	sample_locked(src, c->now, fb_load_relaxed(&src->pw.nr_running) > 0);
+	for (int i = 0; i < k; i++) {
+		struct fb_fiber *f = fl[i];
+
+		if (!cand[i].move || !f)
+			continue;
+		fb_list_del(&f->rq_node);
+		nr_running_add(src, c->self, -1);
+		fb_pelt_sync_blocked(&f->pf.avg, src->pw.avg.last_update,
+				     f->pf.weight);
+		fb_pelt_detach(&src->pw.avg, &f->pf.avg, f->pf.weight);
+		out[moved++] = f;
+	}
+	src->pw.runnable_weight =
+		(unsigned long)fb_load_relaxed(&src->pw.nr_running) *
+		FB_PELT_CAPACITY;
+out:
+	fb_spin_unlock(&src->rq_lock);
+	return moved;
+}
+
+/* attach - queue @n detached fibers on @dst and wake it if needed. */
+static void attach(struct bctx *c, int dst, struct fb_fiber **f, int n)
+{
+	struct fb_worker *t = fb_rt->workers[dst];
+
+	fb_spin_lock(&t->rq_lock);
+	sample_locked(t, c->now, fb_load_relaxed(&t->pw.nr_running) > 0);
+	for (int i = 0; i < n; i++) {
+		fb_pelt_attach(&t->pw.avg, &f[i]->pf.avg, f[i]->pf.weight);
+		fb_list_add_tail(&f[i]->rq_node, &t->rq);
+	}
+	nr_running_add(t, c->self, n);
+	t->pw.runnable_weight =
+		(unsigned long)fb_load_relaxed(&t->pw.nr_running) *
+		FB_PELT_CAPACITY;
+	fb_spin_unlock(&t->rq_lock);
+	if (t != c->self)
+		fb_sched_wake_worker(t, c->self);
+}
+
+/* push_request - 1.6 active balance: ask env->src for its running fiber. */
+static void push_request(struct bctx *c, const struct fb_lb_env *env)
+{
+	struct fb_worker *src = fb_rt->workers[env->src];
+	struct fb_fiber *cur = __atomic_load_n(&src->curr, __ATOMIC_RELAXED);
+
+	if (!cur)
+		return;
+	fb_store_relaxed(&src->bal.push_fiber, cur);
+	atomic_thread_fence(memory_order_release);
+	fb_place_request_push(&c->v, env->src, env->dst);
+}
+
+/*
+ * op_balance - balance(dst, d, kind) of 1.6: find, detach, attach, finish.
+ * Context: no lock held, inside the view's read section.
+ */
+static int op_balance(void *arg, int dst, struct fb_domain *d,
+		      enum fb_idle_kind kind, bool *stop)
+{
+	struct bctx *c = arg;
+	struct fb_fiber *moved[FB_LB_NR_MIGRATE + 1];
+	struct fb_lb_env env;
+	enum fb_lb_verdict r;
+	bool asym;
+	int n = 0;
+
+	fb_place_lb_init(&env, &c->v, d, dst, kind, c->now, c->tick);
+	env.refresh = lb_refresh;
+	env.arg = c;
+	r = fb_place_lb_find(&env);
+	FB_COUNT(c->self, lb_balances);
+	c->self->bal.nr_lb[level_of(d)]++;
+	if (r == FB_LB_SKIP)
+		*stop = true;
+	asym = r == FB_LB_PULL && env.busiest.type == FB_GROUP_ASYM_PACKING;
+	if (r == FB_LB_PULL) {
+		n = detach(c, &env, moved);
+		env.nr_moved = n;
+		if (n)
+			attach(c, dst, moved, n);
+	}
+	fb_place_lb_finish(&env, r, r == FB_LB_PULL ? &running_stub : NULL);
+	if (env.active) {
+		push_request(c, &env);
+		if (asym)
+			FB_COUNT(c->self, lb_asym_pulls);
+	}
+	for (int i = 0; i < n; i++) {
+		FB_COUNT(c->self, lb_pulled);
+		if (asym)
+			FB_COUNT(c->self, lb_asym_pulls);
+	}
+	c->self->bal.nr_pulled[level_of(d)] += (uint32_t)n;
+	return n;
+}
+
+static void ctx_enter(struct bctx *c, struct fb_worker *w, uint64_t now)
+{
+	fb_sched_view_enter(&c->v);
+	c->self = w;
+	c->now = now;
+	c->tick = now / FB_TICK_NS;
+	c->ops = (struct fb_balance_ops){
+		.balance = op_balance,
+		.clock = op_clock,
+		.decay = op_decay,
+		.refresh = op_refresh,
+		.has_work = op_has_work,
+		.arg = c,
+	};
+}
+
+static void ctx_exit(void)
+{
+	fb_sched_view_exit();
+}
+
+/* ---- the runtime's entry points ------------------------------------------ */
+
+void fb_sched_balance_worker_init(struct fb_worker *w)
+{
+	w->pw.avg_idle = FB_AVG_IDLE_INIT_NS;
+	w->pw.max_idle_balance_cost = FB_MAX_IDLE_BALANCE_COST_INIT_NS;
+	fb_store_relaxed(&w->pw.push_target, -1);
+	w->bal.migrate_to = -1;
+}
+
+void fb_sched_balance_tick(struct fb_worker *w)
+{
+	struct fb_fiber *cur = w->curr;
+	struct bctx c;
+	uint64_t now;
+	int t;
+
+	if (!w->bal.busy)
+		return; /* the idle loop: a sleeping worker has no tick */
+	now = clock_now();
+	w->bal.clock_ns = now;
+	fb_spin_lock(&w->rq_lock);
+	sample_locked(w, now, true);
+	if (cur)
+		sample_curr_locked(w, cur, now);
+	fb_spin_unlock(&w->rq_lock);
+	w->bal.sample_ns = now;
+	if (now < w->bal.next_tick_ns)
+		return;
+	w->bal.next_tick_ns = now + FB_TICK_NS;
+	ctx_enter(&c, w, now);
+	t = fb_place_tick(&c.v, w->id, now, c.tick, FB_TICK_NS, &c.ops);
+	ctx_exit();
+	if (t >= 0) {
+		FB_COUNT(w, nohz_kicks);
+		fb_sched_wake_worker(fb_rt->workers[t], w);
+	}
+}
+
+/* kicked - run the sleeper pass a kick asked for (1.8). */
+static void kicked(struct bctx *c, unsigned flags)
+{
+	struct fb_nohz_result res;
+
+	FB_COUNT(c->self, nohz_passes);
+	fb_place_nohz_pass(&c->v, c->self->id, flags, c->now, c->tick,
+			   FB_TICK_NS, &c->ops, &res);
+}
+
+bool fb_sched_balance_idle(struct fb_worker *w)
+{
+	struct fb_newidle_result res;
+	struct bctx c;
+	unsigned flags;
+	uint64_t now = clock_now();
+	int t = -1;
+
+	w->bal.clock_ns = now;
+	fb_store_relaxed(&w->pw.push_target, -1);
+	if (w->bal.busy) {
+		fb_spin_lock(&w->rq_lock);
+		sample_locked(w, now, true);
+		fb_spin_unlock(&w->rq_lock);
+		w->bal.busy = false;
+	}
+	ctx_enter(&c, w, now);
+	flags = atomic_fetch_and_explicit(&w->pw.kick_flags,
+					  ~(unsigned)FB_KICK_MASK,
+					  memory_order_acq_rel) &
+		FB_KICK_MASK;
+	if (flags)
+		kicked(&c, flags);
+	if (!fb_worker_has_work(w)) {
+		fb_place_newidle(&c.v, w->id, now, c.tick, &c.ops, &res);
+		if (res.gated)
+			FB_COUNT(w, newidle_gated);
+		else if (res.nr_balances)
+			FB_COUNT(w, newidle_balances);
+		for (unsigned i = 0; i < res.nr_skipped; i++)
+			FB_COUNT(w, newidle_ni_skips);
+		if (res.idle_entry == FB_IDLE_ENTRY_KICK)
+			t = fb_place_kick(&c.v, w->id, FB_KICK_STATS, now,
+					  FB_TICK_NS);
+	}
+	ctx_exit();
+	if (t >= 0) {
+		FB_COUNT(w, nohz_kicks);
+		fb_sched_wake_worker(fb_rt->workers[t], w);
+	}
+	return fb_worker_has_work(w);
+}
+
+void fb_sched_balance_idle_exit(struct fb_worker *w)
+{
+	struct fb_place_view v;
+	uint64_t now, stamp;
+
+	if (w->bal.busy)
+		return;
+	now = clock_now();
+	w->bal.clock_ns = now;
+	stamp = w->pw.idle_stamp;
+	if (stamp && now > stamp)
+		w->pw.avg_idle =
+			fb_pelt_avg_idle_update(w->pw.avg_idle, now - stamp,
+						w->pw.max_idle_balance_cost);
+	w->pw.idle_stamp = 0;
+	fb_spin_lock(&w->rq_lock);
+	sample_locked(w, now, false);
+	fb_spin_unlock(&w->rq_lock);
+	w->bal.sample_ns = now;
+	w->bal.busy = true;
+	if (fb_wmask_test(&fb_rt->g.sleeping, w->id)) {
+		fb_sched_view_enter(&v);
+		fb_place_sleep_exit(&v, w->id);
+		fb_sched_view_exit();
+	}
+}
+
+void fb_sched_balance_sleep(struct fb_worker *w)
+{
+	struct bctx c;
+
+	ctx_enter(&c, w, clock_now());
+	if (fb_place_sleep_stats_due(&c.v, w->id, fb_worker_has_work(w)))
+		kicked(&c, FB_KICK_STATS);
+	if (!fb_wmask_test(&fb_rt->g.sleeping, w->id))
+		fb_place_sleep_enter(&c.v, w->id);
+	ctx_exit();
+}
+
+bool fb_sched_balance_push(struct fb_worker *w)
+{
+	int t = atomic_exchange_explicit(&w->pw.push_target, -1,
+					 memory_order_acquire);
+	struct fb_fiber *f = w->curr;
+
+	if (t < 0 || t == w->id || t >= fb_rt->nr_workers ||
+	    fb_load_relaxed(&w->bal.push_fiber) != f ||
+	    !fb_pfiber_allows(&f->pf, t))
+		return false;
+	w->bal.migrate_to = t;
+	FB_COUNT(w, lb_pushes);
+	return true;
+}
+
+int fb_sched_balance_migrate_target(struct fb_worker *w, struct fb_fiber *f)
+{
+	int t = w->bal.migrate_to;
+
+	w->bal.migrate_to = -1;
+	if (t >= 0 && !fb_pfiber_allows(&f->pf, t))
+		return -1;
+	return t;
+}
