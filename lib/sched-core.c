@@ -65,6 +65,15 @@
  *    Readiness and expiry wake fibers through fb_fiber_wake(), so
  *    placement decides where I/O wakeups run, as for any other wakeup.
  *
+ * runnext.  A fiber that wakes another on its own worker (the ping-pong of
+ * a pipe or a channel) puts it in w->runnext, which only the owner reads
+ * and writes: schedule() takes it without the run-queue lock, and since
+ * the leaving fiber and the arriving one cancel out, nr_running is not
+ * touched.  The wakee has on_worker == 0 (its worker finished leaving it
+ * before the waker ran).  Thieves and the balancer do not see runnext, so
+ * a streak of FB_RUNNEXT_STREAK hand-offs falls back to the queue, and a
+ * yield puts runnext at the head of the queue.
+ *
  * Alternatives rejected: a global run queue (one contended lock); waking
  * through a per-worker eventfd (a system call on every remote wake); and
  * letting the switching worker re-check the state after the switch instead
@@ -247,6 +256,15 @@ static void enqueue(struct fb_fiber *f, struct fb_worker *t,
 {
 	int nr;
 
+	if (t == this && this->curr && !this->runnext &&
+	    this->runnext_streak < FB_RUNNEXT_STREAK) {
+		/* A fiber wakes another on its own worker: the wakee runs
+		 * next, without the run-queue lock (see schedule()). */
+		this->runnext = f;
+		this->runnext_streak++;
+		FB_COUNT(this, local_enqueues);
+		return;
+	}
 	fb_spin_lock(&t->rq_lock);
 	fb_list_add_tail(&f->rq_node, &t->rq);
 	if (t == this) {
@@ -511,9 +529,23 @@ static void schedule(struct fb_worker *w, struct fb_fiber *prev,
 	struct fb_fiber *next = NULL;
 
 	fb_topo_quiescent(w->id); /* a scheduling point (topo-rcu.c) */
+	next = w->runnext;
+	if (next && mode != SCHED_YIELD && !fb_load_relaxed(&w->wakelist)) {
+		/* prev leaves and next runs: nr_running is unchanged, and no
+		 * lock is needed, since nobody else sees runnext. */
+		w->runnext = NULL;
+		goto picked;
+	}
 	if (fb_load_relaxed(&w->wakelist))
 		fb_sched_drain_wakelist(w);
 	fb_spin_lock(&w->rq_lock);
+	if (next) { /* not taken above: it goes first in the queue */
+		w->runnext = NULL;
+		fb_list_add_head(&next->rq_node, &w->rq);
+		fb_nr_running_add_local(w, 1);
+		next = NULL;
+	}
+	w->runnext_streak = 0;
 	if (mode == SCHED_YIELD) {
 		fb_list_add_tail(&prev->rq_node, &w->rq);
 		prev->pf.last_ran_ns = w->bal.clock_ns; /* cache hot (1.6) */
@@ -523,6 +555,7 @@ static void schedule(struct fb_worker *w, struct fb_fiber *prev,
 	fb_spin_unlock(&w->rq_lock);
 	if (n)
 		next = fb_list_entry(n, struct fb_fiber, rq_node);
+picked:
 	if (next == prev) {
 		fb_store_relaxed(&prev->state, FB_FIBER_RUNNING);
 		return;
@@ -567,7 +600,7 @@ bool fb_sched_yield(void)
 		fb_sched_migrate();
 		return true;
 	}
-	if (!fb_load_relaxed(&w->wakelist) &&
+	if (!fb_load_relaxed(&w->wakelist) && !w->runnext &&
 	    fb_load_relaxed(&w->pw.nr_running) <= 1) {
 		/* A yield loop must still see its timers and I/O (rule 5),
 		 * and publishers of the view must see it pass (topo-rcu.c). */

@@ -104,6 +104,12 @@ struct fb_waiter {
 	int result;		 /* set by the waker before the wake */
 };
 
+/* A ping-pong pair handing the worker to each other through runnext
+ * would starve the run queue: after this many hand-offs in a row the
+ * wakee is queued behind the others.  Picked: 64 keeps the queued fibers'
+ * wait under 64 switches (a few us). */
+#define FB_RUNNEXT_STREAK 64
+
 /* Wake flags. */
 #define FB_WF_SYNC 0x1 /* the waker is about to block (hand-off) */
 
@@ -209,6 +215,10 @@ struct fb_worker {
 	int id fb_cacheline_aligned;
 	int node;		/* NUMA node or -1 */
 	struct fb_fiber *curr;	/* running fiber, NULL in the idle loop */
+	struct fb_fiber *runnext; /* RUNNABLE fiber woken by curr on this
+				     worker, runs next; owner only, not in
+				     the rq nor in nr_running */
+	unsigned int runnext_streak; /* consecutive runnext hand-offs */
 	struct fb_fiber *prev_switch; /* fiber just switched away from */
 	bool migrating;		/* prev_switch must be placed elsewhere */
 	void *idle_sp;		/* saved context of the idle loop */
