@@ -109,7 +109,7 @@ static void test_wake_runtime_same_llc_idle_uses_wakelist(void **state)
 	struct deltas d;
 
 	(void)state;
-	run_split_pingpong(NULL, 50, &d);
+	run_split_pingpong("TTWU_QUEUE TTWU_QUEUE_IDLE", 50, &d);
 	/* Each round trip wakes each side at least once, except the few
 	 * wakeups that caught a fiber before it parked. */
 	assert_true(d.pushes >= LOOPS);
