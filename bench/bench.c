@@ -162,11 +162,11 @@ int bench_worker_cpu(unsigned int w)
  * next to "bench" and "mode") and grouped under "params" and "metrics"
  * (what bench/compare reads).
  */
-static FILE *json_part;		  /* the group being collected */
-static char *json_buf[2];	  /* params, metrics */
+static FILE *json_part;	  /* the group being collected */
+static char *json_buf[2]; /* params, metrics */
 static size_t json_len[2];
 static int json_group;
-static bool json_first;		  /* no member printed yet in the group */
+static bool json_first; /* no member printed yet in the group */
 static char json_head[512];
 
 static void json_start_group(int g)

@@ -30,8 +30,7 @@ static void print_mask(const struct fb_wmask *m, bool json)
 
 	if (json) {
 		putchar('[');
-		fb_wmask_for_each(w, m)
-		{
+		fb_wmask_for_each (w, m) {
 			printf("%s%d", sep, w);
 			sep = ",";
 		}
@@ -93,8 +92,7 @@ static void print_level(const struct fb_domain *d, bool json)
 		printf("  domain%d %s span ", d->level, d->name);
 	print_mask(&d->span, json);
 	printf(json ? ",\"groups\":[" : " groups");
-	fb_domain_for_each_group(d, g, k)
-	{
+	fb_domain_for_each_group (d, g, k) {
 		printf(json ? (k ? "," : "") : " {");
 		print_mask(&g->span, json);
 		printf(json ? "" : "}");
@@ -150,8 +148,7 @@ static void print_view(const struct fb_sched_view *v, const char *desc,
 			      "prio %d\n",
 		       json && w ? "," : "", w, v->llc_id[w], v->llc_size[w],
 		       v->share_id[w], v->node[w], v->prio[w]);
-		fb_for_each_domain(v, w, d)
-		{
+		fb_for_each_domain (v, w, d) {
 			if (json && d->child)
 				putchar(',');
 			print_level(d, json);

@@ -52,16 +52,17 @@ typedef struct fb_pipe fiber_pipe_t;
  * LIBFIBER_* variables.  A value set here overrides the environment.
  */
 struct fiber_config {
-	unsigned int workers;	   /* LIBFIBER_WORKERS */
-	const char *topology;	   /* LIBFIBER_TOPOLOGY: synthetic string or XML path */
-	int bind;		   /* LIBFIBER_BIND: 1 pin, 0 do not, -1 (or 0 field
+	unsigned int workers; /* LIBFIBER_WORKERS */
+	const char
+		*topology; /* LIBFIBER_TOPOLOGY: synthetic string or XML path */
+	int bind;	   /* LIBFIBER_BIND: 1 pin, 0 do not, -1 (or 0 field
 				      left unset with bind_set = 0) environment */
-	int bind_set;		   /* non-zero: @bind is meaningful */
-	size_t stack_size;	   /* LIBFIBER_STACK_SIZE, bytes */
+	int bind_set;	   /* non-zero: @bind is meaningful */
+	size_t stack_size; /* LIBFIBER_STACK_SIZE, bytes */
 	const char *sched_features; /* LIBFIBER_SCHED_FEATURES syntax */
-	long idle_poll_us;	   /* LIBFIBER_IDLE_POLL_US; -1 = environment */
-	int idle_poll_set;	   /* non-zero: @idle_poll_us is meaningful */
-	const char *stats;	   /* LIBFIBER_STATS: "0", "1", "json" */
+	long idle_poll_us; /* LIBFIBER_IDLE_POLL_US; -1 = environment */
+	int idle_poll_set; /* non-zero: @idle_poll_us is meaningful */
+	const char *stats; /* LIBFIBER_STATS: "0", "1", "json" */
 	unsigned int reserved[8];
 };
 
@@ -202,12 +203,16 @@ typedef struct fiber_once {
 
 #define FIBER_MUTEX_INITIALIZER                                                \
 	{                                                                      \
-		{ 0 }                                                          \
+		{                                                              \
+			0                                                      \
+		}                                                              \
 	}
 #define FIBER_COND_INITIALIZER FIBER_MUTEX_INITIALIZER
 #define FIBER_RWLOCK_INITIALIZER                                               \
 	{                                                                      \
-		{ 0 }                                                          \
+		{                                                              \
+			0                                                      \
+		}                                                              \
 	}
 #define FIBER_ONCE_INITIALIZER FIBER_MUTEX_INITIALIZER
 
@@ -242,7 +247,8 @@ FIBER_API int fiber_sem_post(fiber_sem_t *s);
 FIBER_API int fiber_sem_getvalue(fiber_sem_t *s, int *value);
 /* Return: 0; ETIMEDOUT at @abstime (CLOCK_MONOTONIC), no unit taken;
  * EINVAL for a bad @abstime. */
-FIBER_API int fiber_sem_timedwait(fiber_sem_t *s, const struct timespec *abstime);
+FIBER_API int fiber_sem_timedwait(fiber_sem_t *s,
+				  const struct timespec *abstime);
 
 FIBER_API int fiber_rwlock_init(fiber_rwlock_t *rw);
 FIBER_API int fiber_rwlock_destroy(fiber_rwlock_t *rw);
@@ -304,7 +310,8 @@ FIBER_API int fiber_pipe_close_write(fiber_pipe_t *pipe);
 /* Timed variants: ETIMEDOUT at @abstime (CLOCK_MONOTONIC); a timed read
  * then got no byte (*@done 0), a timed write tells in *@done what got in. */
 FIBER_API int fiber_pipe_timedread(fiber_pipe_t *pipe, void *buf, size_t len,
-				   size_t *done, const struct timespec *abstime);
+				   size_t *done,
+				   const struct timespec *abstime);
 FIBER_API int fiber_pipe_timedwrite(fiber_pipe_t *pipe, const void *buf,
 				    size_t len, size_t *done,
 				    const struct timespec *abstime);

@@ -18,7 +18,8 @@
 	atomic_store_explicit((p), (v), memory_order_relaxed)
 #define fb_store_release(p, v)                                                 \
 	atomic_store_explicit((p), (v), memory_order_release)
-#define fb_store_seqcst(p, v) atomic_store_explicit((p), (v), memory_order_seq_cst)
+#define fb_store_seqcst(p, v)                                                  \
+	atomic_store_explicit((p), (v), memory_order_seq_cst)
 #define fb_xchg(p, v) atomic_exchange_explicit((p), (v), memory_order_acq_rel)
 #define fb_xchg_seqcst(p, v)                                                   \
 	atomic_exchange_explicit((p), (v), memory_order_seq_cst)
@@ -31,11 +32,11 @@
 /* Strong compare-and-swap, acq_rel on success; *expected updated on failure. */
 #define fb_cas(p, expected, desired)                                           \
 	atomic_compare_exchange_strong_explicit((p), (expected), (desired),    \
-						memory_order_acq_rel,           \
+						memory_order_acq_rel,          \
 						memory_order_acquire)
 #define fb_cas_seqcst(p, expected, desired)                                    \
 	atomic_compare_exchange_strong_explicit((p), (expected), (desired),    \
-						memory_order_seq_cst,           \
+						memory_order_seq_cst,          \
 						memory_order_seq_cst)
 #define fb_fence() atomic_thread_fence(memory_order_seq_cst)
 

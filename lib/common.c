@@ -127,8 +127,8 @@ int fb_futex_wait(atomic_uint *word, unsigned int expected,
 
 int fb_futex_wake(atomic_uint *word, int nr)
 {
-	long rc = syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, nr, NULL, NULL,
-			  0);
+	long rc =
+		syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, nr, NULL, NULL, 0);
 
 	return rc < 0 ? -errno : (int)rc;
 }

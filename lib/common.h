@@ -74,7 +74,8 @@ struct fb_spinlock {
 static inline bool fb_spin_trylock(struct fb_spinlock *l)
 {
 	return fb_load_relaxed(&l->locked) == 0 &&
-	       atomic_exchange_explicit(&l->locked, 1, memory_order_acquire) == 0;
+	       atomic_exchange_explicit(&l->locked, 1, memory_order_acquire) ==
+		       0;
 }
 
 void fb_spin_lock_slow(struct fb_spinlock *l);
@@ -115,7 +116,8 @@ enum fb_feat {
 	FB_FEAT_NR
 };
 extern _Atomic uint64_t fb_features_mask;
-#define fb_feat(name) ((fb_load_relaxed(&fb_features_mask) >> FB_FEAT_##name) & 1)
+#define fb_feat(name)                                                          \
+	((fb_load_relaxed(&fb_features_mask) >> FB_FEAT_##name) & 1)
 #define FB_FEAT_BIT(name) (UINT64_C(1) << FB_FEAT_##name)
 uint64_t fb_features_default(void);
 const char *fb_feature_name(int feat);

@@ -96,8 +96,8 @@ int fb_parse_bool(const char *var, const char *value, bool *out, char *err,
 	return bad(err, errlen, var, value ? value : "", "expected 0 or 1");
 }
 
-int fb_parse_stats(const char *var, const char *value,
-		   enum fb_stats_mode *out, char *err, size_t errlen)
+int fb_parse_stats(const char *var, const char *value, enum fb_stats_mode *out,
+		   char *err, size_t errlen)
 {
 	if (value && !strcmp(value, "0"))
 		*out = FB_STATS_OFF;
@@ -136,8 +136,8 @@ static int load(struct fb_env *env, const struct fiber_config *c, char *err,
 		}
 		env->workers = (int)c->workers;
 	} else if ((v = var("LIBFIBER_WORKERS"))) {
-		rc = fb_parse_long("LIBFIBER_WORKERS", v, 1, FB_MAX_WORKERS,
-				   &l, err, errlen);
+		rc = fb_parse_long("LIBFIBER_WORKERS", v, 1, FB_MAX_WORKERS, &l,
+				   err, errlen);
 		if (rc)
 			return rc;
 		env->workers = (int)l;
@@ -179,8 +179,8 @@ static int load(struct fb_env *env, const struct fiber_config *c, char *err,
 	}
 
 	env->features = fb_features_default();
-	v = c && c->sched_features ? c->sched_features
-				   : var("LIBFIBER_SCHED_FEATURES");
+	v = c && c->sched_features ? c->sched_features :
+				     var("LIBFIBER_SCHED_FEATURES");
 	if (v) {
 		rc = fb_features_parse("LIBFIBER_SCHED_FEATURES", v,
 				       env->features, &env->features, err,
@@ -202,8 +202,8 @@ static int load(struct fb_env *env, const struct fiber_config *c, char *err,
 		env->idle_poll_us = c->idle_poll_us;
 	} else if ((v = var("LIBFIBER_IDLE_POLL_US"))) {
 		rc = fb_parse_long("LIBFIBER_IDLE_POLL_US", v, 0,
-				   FB_IDLE_POLL_MAX_US, &env->idle_poll_us,
-				   err, errlen);
+				   FB_IDLE_POLL_MAX_US, &env->idle_poll_us, err,
+				   errlen);
 		if (rc)
 			return rc;
 	}
@@ -211,8 +211,8 @@ static int load(struct fb_env *env, const struct fiber_config *c, char *err,
 	env->stats = FB_STATS_OFF;
 	v = c && c->stats ? c->stats : var("LIBFIBER_STATS");
 	if (v) {
-		rc = fb_parse_stats(c && c->stats ? "fiber_config.stats"
-						  : "LIBFIBER_STATS",
+		rc = fb_parse_stats(c && c->stats ? "fiber_config.stats" :
+						    "LIBFIBER_STATS",
 				    v, &env->stats, err, errlen);
 		if (rc)
 			return rc;

@@ -27,9 +27,9 @@
 enum fb_stats_mode { FB_STATS_OFF, FB_STATS_TABLE, FB_STATS_JSON };
 
 struct fb_env {
-	int workers;		/* 0: one per PU */
-	char *topology;		/* NULL: the machine */
-	int bind;		/* -1: default (1 on a real topology) */
+	int workers;	/* 0: one per PU */
+	char *topology; /* NULL: the machine */
+	int bind;	/* -1: default (1 on a real topology) */
 	size_t stack_size;
 	uint64_t features;
 	long idle_poll_us;
@@ -53,7 +53,7 @@ int fb_parse_size(const char *var, const char *value, size_t min, size_t max,
 		  size_t *out, char *err, size_t errlen);
 int fb_parse_bool(const char *var, const char *value, bool *out, char *err,
 		  size_t errlen);
-int fb_parse_stats(const char *var, const char *value,
-		   enum fb_stats_mode *out, char *err, size_t errlen);
+int fb_parse_stats(const char *var, const char *value, enum fb_stats_mode *out,
+		   char *err, size_t errlen);
 
 #endif /* FB_ENV_H */

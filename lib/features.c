@@ -91,8 +91,8 @@ int fb_features_parse(const char *var, const char *spec, uint64_t base,
 				int n = snprintf(err, errlen,
 						 "%s=\"%s\": unknown scheduler "
 						 "feature \"%.*s\"; accepted: ",
-						 var, spec, (int)FB_MIN(len, 64),
-						 word);
+						 var, spec,
+						 (int)FB_MIN(len, 64), word);
 				accepted(err, errlen,
 					 n < 0 ? 0 : FB_MIN((size_t)n, errlen));
 			}

@@ -63,8 +63,8 @@ int fiber_attr_setname(fiber_attr_t *attr, const char *name)
 
 int fiber_attr_setdetachstate(fiber_attr_t *attr, int state)
 {
-	if (!attr || (state != FIBER_CREATE_JOINABLE &&
-		      state != FIBER_CREATE_DETACHED))
+	if (!attr ||
+	    (state != FIBER_CREATE_JOINABLE && state != FIBER_CREATE_DETACHED))
 		return EINVAL;
 	attr->detached = state;
 	return 0;
@@ -187,8 +187,8 @@ static void registry_del(struct fb_fiber *f)
 
 /* ---- create, join, detach, exit -------------------------------------------- */
 
-int fiber_create(fiber_t *fiber, const fiber_attr_t *attr,
-		 void *(*fn)(void *), void *arg)
+int fiber_create(fiber_t *fiber, const fiber_attr_t *attr, void *(*fn)(void *),
+		 void *arg)
 {
 	struct fb_fiber *f;
 	size_t size;
@@ -199,8 +199,8 @@ int fiber_create(fiber_t *fiber, const fiber_attr_t *attr,
 	rc = fb_runtime_get();
 	if (rc)
 		return rc;
-	size = attr && attr->stack_size ? attr->stack_size
-					: fb_runtime_stack_size();
+	size = attr && attr->stack_size ? attr->stack_size :
+					  fb_runtime_stack_size();
 	if (size < FIBER_STACK_MIN)
 		return EINVAL;
 	f = fb_fiber_alloc();
@@ -441,8 +441,8 @@ static void run_key_destructors(struct fb_fiber *f)
 
 		for (unsigned int i = 0; i < FIBER_KEYS_MAX; i++) {
 			void *v = f->specific[i];
-			void (*dtor)(void *) = keys[i].used ? keys[i].dtor
-							    : NULL;
+			void (*dtor)(void *) = keys[i].used ? keys[i].dtor :
+							      NULL;
 
 			if (!v)
 				continue;

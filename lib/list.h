@@ -83,7 +83,7 @@ static inline struct fb_list *fb_list_pop(struct fb_list *h)
 #define fb_list_for_each(pos, head)                                            \
 	for (pos = (head)->next; pos != (head) && pos; pos = pos->next)
 #define fb_list_for_each_safe(pos, tmp, head)                                  \
-	for (pos = (head)->next, tmp = pos ? pos->next : NULL;                \
+	for (pos = (head)->next, tmp = pos ? pos->next : NULL;                 \
 	     pos != (head) && pos; pos = tmp, tmp = pos->next)
 
 #endif /* FB_LIST_H */

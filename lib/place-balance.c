@@ -52,8 +52,7 @@ static bool core_idle(const struct fb_place_view *v, int w)
 	const struct fb_wmask *m = v->topo->core_span[w];
 	int i;
 
-	fb_wmask_for_each(i, m)
-	{
+	fb_wmask_for_each (i, m) {
 		if (i != w && i < v->nr_workers && !idle_of(v, i))
 			return false;
 	}
@@ -191,8 +190,7 @@ static void group_stats(struct fb_lb_env *env, const struct fb_sched_group *g,
 	int i;
 
 	memset(s, 0, sizeof(*s));
-	fb_wmask_for_each(i, &g->span)
-	{
+	fb_wmask_for_each (i, &g->span) {
 		const struct fb_pworker *w;
 		int nr;
 
@@ -409,8 +407,7 @@ static int busiest_worker(const struct fb_lb_env *env,
 	unsigned long most = 0;
 	int i, best = -1, most_nr = 0;
 
-	fb_wmask_for_each(i, &g->span)
-	{
+	fb_wmask_for_each (i, &g->span) {
 		const struct fb_pworker *w;
 		int nr;
 
@@ -459,8 +456,7 @@ enum fb_lb_verdict fb_place_lb_find(struct fb_lb_env *env)
 
 	if (!should_balance(env))
 		return FB_LB_SKIP;
-	fb_domain_for_each_group(d, g, k)
-	{
+	fb_domain_for_each_group (d, g, k) {
 		bool local = k == 0;
 
 		group_stats(env, g, local, &s);
@@ -498,8 +494,7 @@ static bool can_migrate(struct fb_lb_env *env, const struct fb_lb_candidate *c)
 		if (env->idle == FB_LB_NEWLY_IDLE ||
 		    (env->flags & FB_LBF_DST_PINNED))
 			return false;
-		fb_wmask_for_each(i, &lg->span)
-		{
+		fb_wmask_for_each (i, &lg->span) {
 			if (i < env->v->nr_workers &&
 			    fb_pfiber_allows(c->pf, i)) {
 				env->flags |= FB_LBF_DST_PINNED;
@@ -667,8 +662,7 @@ int fb_place_pick_victim(const struct fb_place_view *v, int this)
 
 	if (!v->topo || this < 0 || this >= v->topo->nr_workers)
 		return pick_simple(v, this < 0 ? 0 : this);
-	fb_for_each_domain(v->topo, this, d)
-	{
+	fb_for_each_domain (v->topo, this, d) {
 		enum fb_lb_verdict r;
 
 		if (!(d->flags & FB_SD_BALANCE_NEWIDLE))

@@ -50,8 +50,7 @@ static bool group_allows(const struct fb_place_view *v,
 {
 	int i;
 
-	fb_wmask_for_each(i, &g->span)
-	{
+	fb_wmask_for_each (i, &g->span) {
 		if (i < v->nr_workers && fb_pfiber_allows(pf, i))
 			return true;
 	}
@@ -68,8 +67,7 @@ static void create_stats(const struct fb_place_view *v,
 	int i;
 
 	memset(s, 0, sizeof(*s));
-	fb_wmask_for_each(i, &g->span)
-	{
+	fb_wmask_for_each (i, &g->span) {
 		const struct fb_pworker *w;
 		int nr;
 
@@ -121,8 +119,7 @@ static int local_count(const struct fb_place_view *v,
 {
 	int i, n = 0;
 
-	fb_wmask_for_each(i, &g->span)
-	{
+	fb_wmask_for_each (i, &g->span) {
 		if (i < v->nr_workers && fb_pfiber_allows(pf, i))
 			n++;
 	}
@@ -162,8 +159,7 @@ int fb_place_find_idlest_group(const struct fb_place_view *v,
 	(void)this;
 	if (info)
 		info->nr_levels++;
-	fb_domain_for_each_group(d, g, k)
-	{
+	fb_domain_for_each_group (d, g, k) {
 		if (!group_allows(v, g, pf))
 			continue;
 		create_stats(v, d, g, pf, &s);
@@ -225,8 +221,7 @@ int fb_place_find_idlest_worker_in(const struct fb_place_view *v,
 
 	if (g->weight == 1)
 		return fb_wmask_first(&g->span);
-	fb_wmask_for_each(i, &g->span)
-	{
+	fb_wmask_for_each (i, &g->span) {
 		const struct fb_pworker *w;
 
 		if (i >= v->nr_workers)
@@ -257,8 +252,7 @@ static const struct fb_domain *level_below(const struct fb_sched_view *t, int w,
 {
 	const struct fb_domain *d, *found = NULL;
 
-	fb_for_each_domain(t, w, d)
-	{
+	fb_for_each_domain (t, w, d) {
 		if (d->span_weight >= weight)
 			break;
 		if (d->flags & FB_SD_BALANCE_CREATE)
@@ -325,8 +319,7 @@ static const struct fb_domain *create_domain(const struct fb_sched_view *t,
 {
 	const struct fb_domain *d, *found = NULL;
 
-	fb_for_each_domain(t, this, d)
-	{
+	fb_for_each_domain (t, this, d) {
 		if (!(d->flags & FB_SD_BALANCE_CREATE))
 			break;
 		found = d;

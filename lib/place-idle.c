@@ -186,8 +186,7 @@ static void newidle_walk(const struct fb_place_view *v, int w, uint64_t now_ns,
 	uint64_t cost = 0;
 	struct fb_domain *d;
 
-	fb_for_each_domain(v->topo, w, d)
-	{
+	fb_for_each_domain (v->topo, w, d) {
 		uint64_t due =
 			d->last_balance +
 			fb_place_balance_interval_ns(v, d, false, NS_PER_MS);
@@ -349,8 +348,7 @@ static bool asym_kick(const struct fb_place_view *v, int w)
 
 	if (!v->topo || !fb_feat(ASYM_PACKING) || !(d = v->topo->sd_asym[w]))
 		return false;
-	fb_wmask_for_each(i, &d->span)
-	{
+	fb_wmask_for_each (i, &d->span) {
 		if (i < v->nr_workers && sleeping(v, i) &&
 		    fb_place_asym(v, d, i, w))
 			return true;
@@ -394,8 +392,7 @@ int fb_place_kick(const struct fb_place_view *v, int w, unsigned flags,
 
 	if (flags & FB_KICK_BALANCE)
 		fb_store_relaxed(&g->next_balance, now_ns + tick_ns);
-	fb_wmask_for_each(i, &g->sleeping)
-	{
+	fb_wmask_for_each (i, &g->sleeping) {
 		if (i != w && i < v->nr_workers && fb_worker_is_idle(v->w[i]))
 			break;
 	}
@@ -482,8 +479,7 @@ int fb_place_rebalance(const struct fb_place_view *v, int w, uint64_t now_ns,
 	struct fb_domain *d;
 	int pulled = 0;
 
-	fb_for_each_domain(v->topo, w, d)
-	{
+	fb_for_each_domain (v->topo, w, d) {
 		bool ser = d->flags & FB_SD_SERIALIZE, mine = true;
 		uint64_t interval;
 

@@ -89,7 +89,7 @@ static uint32_t load_avg_max;
 
 static void fill_decay_table(void)
 {
-	long double root[5];	/* root[b] = y^(2^b) */
+	long double root[5]; /* root[b] = y^(2^b) */
 	unsigned int i, b;
 
 	root[4] = sqrtl(0.5L);
@@ -185,9 +185,9 @@ static void derive(struct fb_pelt *p, unsigned long avg_weight)
 	p->util_avg = (unsigned long)(p->util_sum / divider);
 }
 
-bool fb_pelt_update_slow(struct fb_pelt *p, uint64_t delta,
-			 unsigned long load, unsigned long runnable,
-			 bool running, unsigned long avg_weight)
+bool fb_pelt_update_slow(struct fb_pelt *p, uint64_t delta, unsigned long load,
+			 unsigned long runnable, bool running,
+			 unsigned long avg_weight)
 {
 	uint64_t d = delta + p->period_contrib;
 	uint64_t periods = d / FB_PELT_PERIOD;
@@ -219,8 +219,7 @@ void fb_pelt_sync_blocked(struct fb_pelt *f, uint64_t now_ns,
 	fb_pelt_update(f, now_ns, weight, false, false);
 }
 
-void fb_pelt_attach(struct fb_pelt *w, struct fb_pelt *f,
-		    unsigned long weight)
+void fb_pelt_attach(struct fb_pelt *w, struct fb_pelt *f, unsigned long weight)
 {
 	uint64_t divider = FB_PELT_MIN_DIVIDER + w->period_contrib;
 	uint64_t load = (uint64_t)f->load_avg * divider;

@@ -57,7 +57,7 @@
  * only if its average is 0.
  */
 struct fb_pelt {
-	uint64_t last_update;	/* ns; advances in whole units of 1024 ns,
+	uint64_t last_update;	 /* ns; advances in whole units of 1024 ns,
 				   the remainder waits for the next update */
 	uint32_t period_contrib; /* units already in the current period,
 				   0..1023 */
@@ -100,9 +100,9 @@ void fb_pelt_reset(struct fb_pelt *p, uint64_t now_ns);
  * below; not for direct use.  @delta is in units and crosses a boundary.
  * Return: true.
  */
-bool fb_pelt_update_slow(struct fb_pelt *p, uint64_t delta,
-			 unsigned long load, unsigned long runnable,
-			 bool running, unsigned long avg_weight);
+bool fb_pelt_update_slow(struct fb_pelt *p, uint64_t delta, unsigned long load,
+			 unsigned long runnable, bool running,
+			 unsigned long avg_weight);
 
 /*
  * fb_pelt_accumulate - fast path shared by the two update functions below.
@@ -171,8 +171,7 @@ static inline bool fb_pelt_update(struct fb_pelt *avg, uint64_t now_ns,
  */
 static inline bool fb_pelt_update_worker(struct fb_pelt *w, uint64_t now_ns,
 					 unsigned long load_weight,
-					 unsigned int nr_runnable,
-					 bool running)
+					 unsigned int nr_runnable, bool running)
 {
 	return fb_pelt_accumulate(w, now_ns, load_weight, nr_runnable, running,
 				  1);
@@ -194,8 +193,7 @@ void fb_pelt_sync_blocked(struct fb_pelt *f, uint64_t now_ns,
  * averages with @w's divider, so both stay consistent, then added to @w.
  * Context: @w's rq lock.
  */
-void fb_pelt_attach(struct fb_pelt *w, struct fb_pelt *f,
-		    unsigned long weight);
+void fb_pelt_attach(struct fb_pelt *w, struct fb_pelt *f, unsigned long weight);
 
 /*
  * fb_pelt_detach - remove fiber @f (weight @weight) from worker @w's sums.

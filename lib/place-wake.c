@@ -205,8 +205,7 @@ static int wake_target(const struct fb_place_view *v,
 	if (!v->topo)
 		return wake_affine(v, FB_LLC_IMBALANCE_PCT, pf, waker, this,
 				   prev, sync);
-	fb_for_each_domain(v->topo, this, d)
-	{
+	fb_for_each_domain (v->topo, this, d) {
 		if ((d->flags & FB_SD_WAKE_AFFINE) &&
 		    fb_wmask_test(&d->span, prev))
 			return wake_affine(v, d->imbalance_pct, pf, waker, this,
@@ -242,8 +241,7 @@ static int scan_core(struct scan *s, int w)
 	bool all = true;
 	int c;
 
-	fb_wmask_for_each(c, core)
-	{
+	fb_wmask_for_each (c, core) {
 		s->res->probes++;
 		if (!is_idle(s->v, c)) {
 			all = false;
@@ -254,8 +252,7 @@ static int scan_core(struct scan *s, int w)
 		if (s->fallback < 0 && fb_pfiber_allows(s->pf, c))
 			s->fallback = c;
 	}
-	fb_wmask_for_each(c, core)
-	{
+	fb_wmask_for_each (c, core) {
 		fb_wmask_clear(&s->cpus, c);
 	}
 	return all ? w : -1;
@@ -320,8 +317,7 @@ static const struct fb_wmask *cluster_span(const struct fb_place_view *v,
 
 	if (!v->topo)
 		return NULL;
-	fb_for_each_domain(v->topo, target, d)
-	{
+	fb_for_each_domain (v->topo, target, d) {
 		if (d->flags & FB_SD_CLUSTER)
 			return &d->span;
 		if (!(d->flags & FB_SD_SHARE_LLC))
@@ -380,8 +376,7 @@ static int select_idle_cpu(struct scan *s, int target)
 
 	llc_span(v, target, &llc);
 	s->cpus = llc;
-	fb_wmask_for_each(w, &llc)
-	{
+	fb_wmask_for_each (w, &llc) {
 		if (!fb_pfiber_allows(s->pf, w))
 			fb_wmask_clear(&s->cpus, w);
 	}
@@ -390,8 +385,7 @@ static int select_idle_cpu(struct scan *s, int target)
 	i = -1;
 	if (cls) {
 		i = scan_span(s, cls, target);
-		fb_wmask_for_each(w, cls)
-		{
+		fb_wmask_for_each (w, cls) {
 			fb_wmask_clear(&s->cpus, w);
 		}
 	}
@@ -420,8 +414,7 @@ static int idle_smt_sibling(const struct fb_place_view *v,
 {
 	int c;
 
-	fb_wmask_for_each(c, v->topo->core_span[prev])
-	{
+	fb_wmask_for_each (c, v->topo->core_span[prev]) {
 		if (c != prev && is_idle(v, c) && fb_pfiber_allows(pf, c))
 			return c;
 	}
@@ -591,8 +584,7 @@ unsigned long fb_place_llc_util(const struct fb_place_view *v, int this)
 	int w;
 
 	llc_span(v, this, &m);
-	fb_wmask_for_each(w, &m)
-	{
+	fb_wmask_for_each (w, &m) {
 		sum += fb_pelt_util(&v->w[w]->avg);
 	}
 	return sum;
@@ -627,8 +619,7 @@ bool fb_place_update_idle_core(const struct fb_place_view *v, int w)
 	sh = v->topo->llc_shared[w];
 	if (fb_load_relaxed(&sh->has_idle_cores))
 		return false;
-	fb_wmask_for_each(c, v->topo->core_span[w])
-	{
+	fb_wmask_for_each (c, v->topo->core_span[w]) {
 		if (c != w && !is_idle(v, c))
 			return false;
 	}

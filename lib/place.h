@@ -41,10 +41,10 @@ enum {
 
 /* Per-worker fields others read or write; each group on its own line. */
 struct fb_pworker {
-	atomic_uint state fb_cacheline_aligned; /* FB_WS_*; see above */
+	atomic_uint state fb_cacheline_aligned;	       /* FB_WS_*; see above */
 	atomic_uint ttwu_pending fb_cacheline_aligned; /* wakelist handoff in
 				flight; set by wakers, cleared by owner */
-	atomic_int nr_running fb_cacheline_aligned; /* runnable fibers on the
+	atomic_int nr_running fb_cacheline_aligned;    /* runnable fibers on the
 				worker, the running one included; rq lock
 				for writes, relaxed reads for placement */
 	int id;
@@ -55,16 +55,16 @@ struct fb_pworker {
 	 * the worker, blocked ones included.  Written under the rq lock (or by
 	 * a balancer holding it); read without locks by placement. */
 	struct fb_pelt avg;
-	unsigned long runnable_weight; /* sum of runnable fibers' weights */
-	uint64_t avg_idle;	/* ns; 1.3, initial 1 ms */
+	unsigned long runnable_weight;	/* sum of runnable fibers' weights */
+	uint64_t avg_idle;		/* ns; 1.3, initial 1 ms */
 	uint64_t max_idle_balance_cost; /* ns; initial 500 us */
-	uint64_t next_balance;	/* ns; 1.6 */
+	uint64_t next_balance;		/* ns; 1.6 */
 	/* Blocked load (section 6, 1.8). */
 	atomic_bool has_blocked_load;
 	_Atomic uint64_t last_blocked_load_update_tick;
-	atomic_uint kick_flags;	/* FB_KICK_*; 1.8 */
-	atomic_int push_target;	/* active balance request, -1 none; 1.6 */
-	uint64_t rng;		/* per-worker PRNG (NI_RANDOM); owner */
+	atomic_uint kick_flags;	    /* FB_KICK_*; 1.8 */
+	atomic_int push_target;	    /* active balance request, -1 none; 1.6 */
+	uint64_t rng;		    /* per-worker PRNG (NI_RANDOM); owner */
 	uint64_t nr_blocked_decays; /* decay_blocked runs (6(b)); rq lock */
 };
 
@@ -81,28 +81,28 @@ static inline bool fb_worker_is_idle(const struct fb_pworker *w)
 /* Per-fiber placement record (heuristics.md 1.2).  Written by whoever owns
  * the fiber at the time (its worker, or the waker that made it runnable). */
 struct fb_pfiber {
-	cpu_set_t *allowed;	/* NULL: every worker */
-	int nr_allowed;		/* 0 when allowed == NULL */
+	cpu_set_t *allowed; /* NULL: every worker */
+	int nr_allowed;	    /* 0 when allowed == NULL */
 	bool custom_affinity;
-	int prev;		/* worker it last ran on, -1 before */
-	int recent_used;	/* 1.4 select_idle_sibling step 3, -1 none */
-	unsigned long weight;	/* 1024 */
-	struct fb_pelt avg;	/* its own averages */
+	int prev;		  /* worker it last ran on, -1 before */
+	int recent_used;	  /* 1.4 select_idle_sibling step 3, -1 none */
+	unsigned long weight;	  /* 1024 */
+	struct fb_pelt avg;	  /* its own averages */
 	unsigned int wakee_flips; /* 1.4 record_wakee */
 	const struct fb_pfiber *last_wakee;
 	uint64_t wakee_flip_decay_ns;
-	uint64_t last_ran_ns;	/* cache-hot test (1.6) */
+	uint64_t last_ran_ns; /* cache-hot test (1.6) */
 };
 
 /* Runtime-wide placement state (1.2 "Global"). */
 struct fb_place_global {
-	atomic_bool overloaded;	/* some worker has > 1 runnable fiber */
+	atomic_bool overloaded;	  /* some worker has > 1 runnable fiber */
 	struct fb_wmask sleeping; /* sleeping workers; bits set/cleared by
 				     their owner with atomic ops on words */
 	atomic_int nr_sleeping;
 	atomic_bool has_blocked;
-	_Atomic uint64_t next_blocked;	/* ns */
-	_Atomic uint64_t next_balance;	/* ns */
+	_Atomic uint64_t next_blocked; /* ns */
+	_Atomic uint64_t next_balance; /* ns */
 	atomic_bool needs_update;
 	atomic_bool balance_running; /* SERIALIZE levels (1.6): one at a
 					time; acquire on take, release */
@@ -110,8 +110,8 @@ struct fb_place_global {
 
 static inline bool fb_pfiber_allows(const struct fb_pfiber *pf, int w)
 {
-	return pf->allowed == NULL || CPU_ISSET_S((size_t)w, CPU_ALLOC_SIZE(1024),
-						  pf->allowed);
+	return pf->allowed == NULL ||
+	       CPU_ISSET_S((size_t)w, CPU_ALLOC_SIZE(1024), pf->allowed);
 }
 
 /*
@@ -128,7 +128,6 @@ struct fb_place_view {
 };
 
 #define FB_MAX_WORKERS 1024
-
 
 /* ---- wake path (place-wake.c; issue #5) ---- */
 
@@ -291,7 +290,7 @@ struct fb_group_stats {
 	unsigned long avg_load; /* load x 1024 / capacity, when computed */
 	unsigned long capacity; /* 1024 x weight */
 	int nr_running;
-	int idle;		/* idle workers with nr_running == 0 */
+	int idle; /* idle workers with nr_running == 0 */
 	int weight;
 	int nr_cores;
 	enum fb_group_type type;
@@ -404,7 +403,7 @@ struct fb_lb_env {
 	unsigned flags; /* FB_LBF_* */
 	int new_dst;	/* another allowed local worker (DST_PINNED), -1 */
 	int nr_moved;
-	bool active;	/* ask src to push its running fiber to dst */
+	bool active; /* ask src to push its running fiber to dst */
 };
 
 /* One fiber of the busiest worker, offered to fb_place_lb_detach(). */
@@ -510,12 +509,12 @@ struct fb_balance_ops {
 
 /* What one newly-idle balance did (1.7). */
 struct fb_newidle_result {
-	int pulled;	       /* fibers pulled */
-	unsigned nr_balances;  /* domains balanced */
-	unsigned nr_skipped;   /* domains skipped by NI_RANDOM */
-	bool own_decayed;      /* own blocked load decayed */
-	bool gated;	       /* stopped by the gate */
-	unsigned idle_entry;   /* FB_IDLE_ENTRY_* decided for rule 4 */
+	int pulled;	      /* fibers pulled */
+	unsigned nr_balances; /* domains balanced */
+	unsigned nr_skipped;  /* domains skipped by NI_RANDOM */
+	bool own_decayed;     /* own blocked load decayed */
+	bool gated;	      /* stopped by the gate */
+	unsigned idle_entry;  /* FB_IDLE_ENTRY_* decided for rule 4 */
 };
 
 /* Rule 4 outcomes (6(b)): nothing, run the STATS pass before sleeping
@@ -596,9 +595,9 @@ struct fb_nohz_result {
  * rule 4 with FB_KICK_STATS), refreshes and balances every sleeping worker.
  * Context: @self, no rq lock held.
  */
-void fb_place_nohz_pass(const struct fb_place_view *v, int self,
-			unsigned flags, uint64_t now_ns, uint64_t now_tick,
-			uint64_t tick_ns, const struct fb_balance_ops *ops,
+void fb_place_nohz_pass(const struct fb_place_view *v, int self, unsigned flags,
+			uint64_t now_ns, uint64_t now_tick, uint64_t tick_ns,
+			const struct fb_balance_ops *ops,
 			struct fb_nohz_result *res);
 /*
  * fb_place_rebalance - 1.6 periodic balance of worker @w's domains at

@@ -92,7 +92,6 @@
 #include "sched.h"
 #include "topo.h"
 
-
 struct fb_runtime *fb_rt;
 void (*fb_test_switch_hook)(void);
 atomic_bool fb_rt_up;
@@ -142,7 +141,8 @@ int fb_runtime_worker_node(int worker)
 
 struct fb_worker *fb_runtime_worker(int i)
 {
-	return fb_rt && i >= 0 && i < fb_rt->nr_workers ? fb_rt->workers[i] : NULL;
+	return fb_rt && i >= 0 && i < fb_rt->nr_workers ? fb_rt->workers[i] :
+							  NULL;
 }
 
 /* ---- waking workers ---------------------------------------------------- */
@@ -343,9 +343,10 @@ static void count_wake(struct fb_worker *this, const struct fb_wake_result *r)
 	}
 	if (r->probes) {
 		if (this)
-			fb_store_relaxed(&this->cnt.wake_probes,
-					 fb_load_relaxed(&this->cnt.wake_probes) +
-						 (uint64_t)r->probes);
+			fb_store_relaxed(
+				&this->cnt.wake_probes,
+				fb_load_relaxed(&this->cnt.wake_probes) +
+					(uint64_t)r->probes);
 		else
 			for (int i = 0; i < r->probes; i++)
 				FB_COUNT(this, wake_probes);
@@ -453,8 +454,7 @@ void fb_waiter_wake(struct fb_waiter *w, unsigned int flags)
  * finish_switch - first thing after every switch, on the new stack: release
  * the fiber we left (on_worker = 0) or reap it if it died.
  */
-static fb_noinline void migrate_finish(struct fb_worker *w,
-				       struct fb_fiber *f)
+static fb_noinline void migrate_finish(struct fb_worker *w, struct fb_fiber *f)
 {
 	int t = fb_sched_balance_migrate_target(w, f); /* active balance */
 	struct fb_place_view v;
@@ -569,7 +569,8 @@ picked:
 		w->curr = NULL;
 		w->prev_switch = prev;
 		ctx_switch(&prev->sp, w->idle_sp, w->idle_stack,
-			   w->idle_stack_size, mode == SCHED_EXIT, w->idle_tsan);
+			   w->idle_stack_size, mode == SCHED_EXIT,
+			   w->idle_tsan);
 	}
 	/* Resumed, perhaps on another worker. */
 	fb_sched_finish_switch(fb_worker_self());
@@ -677,4 +678,3 @@ void fb_sched_enqueue_new(struct fb_fiber *f, int t)
 	deliver(&v, f, t, this);
 	fb_sched_view_exit();
 }
-

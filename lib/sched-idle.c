@@ -33,8 +33,7 @@ static struct fb_fiber *steal(struct fb_worker *w)
 	v = fb_rt->workers[vid];
 	if (!fb_spin_trylock(&v->rq_lock))
 		return NULL;
-	fb_list_for_each(n, &v->rq)
-	{
+	fb_list_for_each (n, &v->rq) {
 		struct fb_fiber *f = fb_list_entry(n, struct fb_fiber, rq_node);
 
 		if (!fb_load_acquire(&f->on_worker) &&
@@ -152,8 +151,7 @@ static void idle_entry(struct fb_worker *w)
 	if (t) {
 		fb_place_update_idle_core(&v, w->id);
 		now = fb_now_coarse_ns();
-		if (t->sd_llc[w->id] &&
-		    now >= w->next_sis_refresh_ns) {
+		if (t->sd_llc[w->id] && now >= w->next_sis_refresh_ns) {
 			w->next_sis_refresh_ns =
 				now + (uint64_t)t->llc_size[w->id] * 1000000u;
 			fb_place_update_idle_scan(&v, w->id, t->sd_llc[w->id],
@@ -209,4 +207,3 @@ void *fb_worker_main(void *arg)
 	fb_this_worker_tls = NULL;
 	return NULL;
 }
-

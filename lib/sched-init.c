@@ -80,8 +80,8 @@ static int runtime_new(const struct fiber_config *config,
 	}
 	if (r->env.bind < 0)
 		r->env.bind = 1; /* synthetic: round-robin on the real PUs */
-	r->nr_workers = r->env.workers ? r->env.workers
-				       : fb_topo_nr_pus(r->topo);
+	r->nr_workers = r->env.workers ? r->env.workers :
+					 fb_topo_nr_pus(r->topo);
 	r->poll_ns = (uint64_t)r->env.idle_poll_us * 1000;
 	r->workers = fb_calloc((size_t)r->nr_workers, sizeof(*r->workers));
 	r->pws = fb_calloc((size_t)r->nr_workers, sizeof(*r->pws));
@@ -98,9 +98,9 @@ static int runtime_new(const struct fiber_config *config,
 	r->view.w = r->pws;
 	r->view.g = &r->g;
 	rc = fb_topo_view_rebuild(r->topo, r->nr_workers,
-				  r->env.features & FB_FEAT_BIT(ASYM_PACKING)
-					  ? FB_VIEW_ASYM_PACKING
-					  : 0);
+				  r->env.features & FB_FEAT_BIT(ASYM_PACKING) ?
+					  FB_VIEW_ASYM_PACKING :
+					  0);
 	if (rc)
 		goto fail;
 	*out = r;
@@ -135,8 +135,8 @@ int fiber_init(const struct fiber_config *config)
 	fb_store_seqcst(&fb_features_mask, r->env.features);
 	fb_guard_install();
 	for (i = 0; i < r->nr_workers; i++) {
-		rc = pthread_create(&r->workers[i]->thread, NULL, fb_worker_main,
-				    r->workers[i]);
+		rc = pthread_create(&r->workers[i]->thread, NULL,
+				    fb_worker_main, r->workers[i]);
 		if (rc)
 			break;
 	}

@@ -52,13 +52,13 @@ enum fb_fiber_state {
 enum { FB_JOINABLE, FB_DETACHED, FB_JOINING, FB_JOINED };
 
 struct fb_fiber {
-	void *sp;		 /* saved stack pointer; owner worker */
-	_Atomic int state;	 /* enum fb_fiber_state */
-	atomic_uint on_worker;	 /* 1 while a worker runs or leaves the stack;
+	void *sp;		/* saved stack pointer; owner worker */
+	_Atomic int state;	/* enum fb_fiber_state */
+	atomic_uint on_worker;	/* 1 while a worker runs or leaves the stack;
 				    release-cleared by that worker */
-	struct fb_list rq_node;	 /* run queue link, under that rq's lock */
+	struct fb_list rq_node; /* run queue link, under that rq's lock */
 	struct fb_fiber *_Atomic wl_next; /* wakelist link */
-	struct fb_pfiber pf;	 /* what placement reads: affinity, prev... */
+	struct fb_pfiber pf; /* what placement reads: affinity, prev... */
 
 	struct fb_stack stack;
 	void *(*fn)(void *);
@@ -66,18 +66,18 @@ struct fb_fiber {
 	void *retval;
 
 	struct fb_spinlock join_lock;
-	int join;		 /* FB_JOINABLE...; join_lock */
-	bool exited;		 /* join_lock */
+	int join;		  /* FB_JOINABLE...; join_lock */
+	bool exited;		  /* join_lock */
 	struct fb_waiter *joiner; /* join_lock */
 
 	uint64_t id;
 	char name[32];
-	void **specific;	 /* FIBER_KEYS_MAX slots, allocated on first set */
+	void **specific; /* FIBER_KEYS_MAX slots, allocated on first set */
 	uint64_t last_ran_ns;
 	struct fb_list live_node; /* on workers[live_worker]->live, under
 				     its live_lock (debugger registry) */
-	int live_worker;	 /* set at create, read at reap */
-	struct fb_san_fiber san; /* sanitizer.h; creator and reaper only */
+	int live_worker;	  /* set at create, read at reap */
+	struct fb_san_fiber san;  /* sanitizer.h; creator and reaper only */
 };
 
 /*
@@ -97,11 +97,11 @@ struct fb_fiber {
  * Each waiter is woken exactly once, by whoever removed it from Q.
  */
 struct fb_waiter {
-	struct fb_list node;	 /* on the object's wait list; object lock */
-	struct fb_fiber *fiber;	 /* NULL for a foreign thread */
-	atomic_uint futex;	 /* foreign thread: 0 waiting, 1 woken */
-	uintptr_t data;		 /* object specific (rwlock kind, chan slot) */
-	int result;		 /* set by the waker before the wake */
+	struct fb_list node;	/* on the object's wait list; object lock */
+	struct fb_fiber *fiber; /* NULL for a foreign thread */
+	atomic_uint futex;	/* foreign thread: 0 waiting, 1 woken */
+	uintptr_t data;		/* object specific (rwlock kind, chan slot) */
+	int result;		/* set by the waker before the wake */
 };
 
 /* A ping-pong pair handing the worker to each other through runnext
@@ -138,18 +138,18 @@ void fb_fiber_park(void);
  */
 enum { FB_TIMER_IDLE, FB_TIMER_ARMED, FB_TIMER_FIRING, FB_TIMER_DONE };
 struct fb_timer {
-	uint64_t deadline;	/* CLOCK_MONOTONIC ns; constant while armed */
+	uint64_t deadline; /* CLOCK_MONOTONIC ns; constant while armed */
 	void (*fn)(struct fb_timer *t);
 	struct fb_timer *child, *next, *prev; /* pairing heap; heap lock */
-	struct fb_timer_heap *heap; /* where it was armed */
-	atomic_uint state;	/* FB_TIMER_*; heap lock, DONE with release */
+	struct fb_timer_heap *heap;	      /* where it was armed */
+	atomic_uint state; /* FB_TIMER_*; heap lock, DONE with release */
 };
 /* A worker's armed timers.  Any thread arms or cancels (under @lock); the
  * owner worker fires. */
 struct fb_timer_heap {
 	struct fb_spinlock lock;
-	struct fb_timer *root;	/* earliest deadline; @lock */
-	_Atomic uint64_t next;	/* root's deadline, 0 if none; written under
+	struct fb_timer *root; /* earliest deadline; @lock */
+	_Atomic uint64_t next; /* root's deadline, 0 if none; written under
 				   @lock, read relaxed by the owner */
 };
 /* A deadline that never comes. */
@@ -183,16 +183,16 @@ void fb_count_foreign(size_t offset);
 /* A worker's load-balancing state (sched-balance.c); owner only unless
  * said otherwise. */
 struct fb_wbalance {
-	uint64_t clock_ns;	/* last clock read at a tick or an idle edge */
-	uint64_t next_tick_ns;	/* next fb_place_tick() */
-	uint64_t sample_ns;	/* last PELT sample of curr */
-	bool busy;		/* ran fibers since it last went idle */
-	int migrate_to;		/* active balance: the worker prev_switch
+	uint64_t clock_ns;     /* last clock read at a tick or an idle edge */
+	uint64_t next_tick_ns; /* next fb_place_tick() */
+	uint64_t sample_ns;    /* last PELT sample of curr */
+	bool busy;	       /* ran fibers since it last went idle */
+	int migrate_to;	       /* active balance: the worker prev_switch
 				   goes to, -1 none */
 	struct fb_fiber *_Atomic push_fiber; /* fiber push_target was asked
 				   for; written by the balancer first */
-	uint32_t nr_lb[FB_BAL_LEVELS];	  /* balance attempts per level */
-	uint32_t nr_pulled[FB_BAL_LEVELS]; /* fibers pulled per level */
+	uint32_t nr_lb[FB_BAL_LEVELS];	     /* balance attempts per level */
+	uint32_t nr_pulled[FB_BAL_LEVELS];   /* fibers pulled per level */
 };
 
 /*
@@ -200,40 +200,40 @@ struct fb_wbalance {
  * their own cache lines in @pw and below; the rest is owner-only.
  */
 struct fb_worker {
-	struct fb_pworker pw;	/* placement-visible; first member */
+	struct fb_pworker pw; /* placement-visible; first member */
 	struct fb_fiber *_Atomic wakelist fb_cacheline_aligned; /* MPSC stack;
 				   wakers push (CAS), owner takes all (xchg) */
 	struct fb_spinlock rq_lock fb_cacheline_aligned;
-	struct fb_list rq;	/* rq_lock; FIFO of RUNNABLE fibers */
+	struct fb_list rq; /* rq_lock; FIFO of RUNNABLE fibers */
 	/* Registry of the live fibers created for this worker, for debuggers
 	 * (lib/libfiber-gdb.py): creators add, reapers remove, any thread. */
 	struct fb_spinlock live_lock fb_cacheline_aligned;
-	struct fb_list live;	/* live_lock; fb_fiber.live_node */
+	struct fb_list live; /* live_lock; fb_fiber.live_node */
 	struct fb_timer_heap timers fb_cacheline_aligned; /* sched-timer.c */
 
 	/* owner only from here */
 	int id fb_cacheline_aligned;
-	int node;		/* NUMA node or -1 */
-	struct fb_fiber *curr;	/* running fiber, NULL in the idle loop */
-	struct fb_fiber *runnext; /* RUNNABLE fiber woken by curr on this
+	int node;		      /* NUMA node or -1 */
+	struct fb_fiber *curr;	      /* running fiber, NULL in the idle loop */
+	struct fb_fiber *runnext;     /* RUNNABLE fiber woken by curr on this
 				     worker, runs next; owner only, not in
 				     the rq nor in nr_running */
-	unsigned int runnext_streak; /* consecutive runnext hand-offs */
+	unsigned int runnext_streak;  /* consecutive runnext hand-offs */
 	struct fb_fiber *prev_switch; /* fiber just switched away from */
-	bool migrating;		/* prev_switch must be placed elsewhere */
-	void *idle_sp;		/* saved context of the idle loop */
-	void *idle_stack;	/* the thread's own stack (sanitizers) */
+	bool migrating;		      /* prev_switch must be placed elsewhere */
+	void *idle_sp;		      /* saved context of the idle loop */
+	void *idle_stack;	      /* the thread's own stack (sanitizers) */
 	size_t idle_stack_size;
-	void *idle_tsan;	/* TSan context of the idle loop (sanitizer.h) */
-	void *sigstack;		/* alternate signal stack (fiber-guard.c) */
+	void *idle_tsan; /* TSan context of the idle loop (sanitizer.h) */
+	void *sigstack;	 /* alternate signal stack (fiber-guard.c) */
 	pthread_t thread;
 	struct fb_stack_cache stacks;
 	struct fb_fiber *free_fibers; /* cached descriptors (via wl_next) */
 	unsigned int nr_free_fibers;
-	uint64_t rng;		/* per-worker PRNG state */
+	uint64_t rng;		      /* per-worker PRNG state */
 	uint64_t next_sis_refresh_ns; /* idle_entry's SIS_UTIL cadence */
 	unsigned int ticks;	/* scheduling points, for fb_sched_tick() */
-	struct fb_wbalance bal;	/* sched-balance.c */
+	struct fb_wbalance bal; /* sched-balance.c */
 	struct fb_counters cnt;
 };
 
@@ -294,8 +294,8 @@ struct fb_runtime {
 	struct fb_topo *topo;
 	struct fb_env env;
 	uint64_t poll_ns;
-	atomic_int nr_idle;	/* workers POLLING or SLEEPING */
-	_Atomic long nr_live;	/* fibers created and not yet reaped */
+	atomic_int nr_idle;   /* workers POLLING or SLEEPING */
+	_Atomic long nr_live; /* fibers created and not yet reaped */
 	atomic_bool stopping;
 	struct fb_counters foreign; /* foreign threads' counters (atomic adds) */
 	struct fb_place_global g;   /* placement's global state */

@@ -9,9 +9,9 @@
 #include <stddef.h>
 
 struct fb_stack {
-	void *map;	/* guard page + stack */
+	void *map; /* guard page + stack */
 	size_t map_len;
-	size_t size;	/* usable bytes */
+	size_t size; /* usable bytes */
 };
 
 /* Stacks kept per worker for reuse; owner worker only. */

@@ -334,8 +334,7 @@ static void fill_group(struct build *b, struct fb_sched_group *g, int l, int i,
 	g->weight = fb_wmask_weight(&g->span);
 	g->capacity = 1024ul * (unsigned long)g->weight;
 	g->flags = child_flags(b, i, l);
-	fb_wmask_for_each(x, &g->span)
-	{
+	fb_wmask_for_each (x, &g->span) {
 		g->nr_cores += v->core_id[x] == x;
 		if (best < 0 || v->prio[x] > v->prio[best])
 			best = x;
@@ -364,8 +363,7 @@ static struct gset *groups_of(struct build *b, int l,
 					      (size_t)fb_wmask_weight(span));
 	if (!s->groups)
 		return NULL;
-	fb_wmask_for_each(i, span)
-	{
+	fb_wmask_for_each (i, span) {
 		struct fb_sched_group *g = &s->groups[nr];
 
 		if (fb_wmask_test(&covered, i))

@@ -129,8 +129,7 @@ static inline struct fb_domain *sim_level(struct sim *s, int w,
 {
 	struct fb_domain *d;
 
-	fb_for_each_domain(s->sv, w, d)
-	{
+	fb_for_each_domain (s->sv, w, d) {
 		if (!strcmp(d->name, name) && nth-- == 0)
 			return d;
 	}

@@ -20,10 +20,10 @@
 #include "fiber.h"
 
 static const char *const vars[] = {
-	"LIBFIBER_WORKERS",	  "LIBFIBER_TOPOLOGY",
-	"LIBFIBER_BIND",	  "LIBFIBER_SCHED_FEATURES",
-	"LIBFIBER_STACK_SIZE",	  "LIBFIBER_IDLE_POLL_US",
-	"LIBFIBER_STATS",	  "LIBFIBER_BLOCKED_LOAD_INTERVAL_MS",
+	"LIBFIBER_WORKERS",    "LIBFIBER_TOPOLOGY",
+	"LIBFIBER_BIND",       "LIBFIBER_SCHED_FEATURES",
+	"LIBFIBER_STACK_SIZE", "LIBFIBER_IDLE_POLL_US",
+	"LIBFIBER_STATS",      "LIBFIBER_BLOCKED_LOAD_INTERVAL_MS",
 };
 
 static void clear_env(void)
@@ -137,7 +137,8 @@ static void test_env_good_values_start(void **state)
 	expect_accepted("LIBFIBER_WORKERS", "3");
 	expect_accepted("LIBFIBER_BIND", "0");
 	expect_accepted("LIBFIBER_BIND", "1");
-	expect_accepted("LIBFIBER_SCHED_FEATURES", "NO_TTWU_QUEUE ASYM_PACKING");
+	expect_accepted("LIBFIBER_SCHED_FEATURES",
+			"NO_TTWU_QUEUE ASYM_PACKING");
 	expect_accepted("LIBFIBER_SCHED_FEATURES", "");
 	expect_accepted("LIBFIBER_STACK_SIZE", "64K");
 	expect_accepted("LIBFIBER_STACK_SIZE", "1M");

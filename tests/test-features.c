@@ -68,15 +68,15 @@ static void test_features_empty_keeps_base(void **state)
 	assert_int_equal(fb_features_parse("V", "", 0x5, &m, err, sizeof(err)),
 			 0);
 	assert_int_equal(m, 0x5);
-	assert_int_equal(fb_features_parse("V", "  ", 0x6, &m, err,
-					   sizeof(err)),
-			 0);
+	assert_int_equal(
+		fb_features_parse("V", "  ", 0x6, &m, err, sizeof(err)), 0);
 	assert_int_equal(m, 0x6);
 }
 
 static void test_features_unknown_name_refused(void **state)
 {
-	const char *bad[] = { "SIS_UTILX", "NO_", "no_sis_util", "NO_NO_SIS_UTIL",
+	const char *bad[] = { "SIS_UTILX",	"NO_",
+			      "no_sis_util",	"NO_NO_SIS_UTIL",
 			      "SIS_UTIL BOGUS", "sis_util" };
 	char err[1024];
 
@@ -107,9 +107,8 @@ static void test_features_every_name_round_trips(void **state)
 
 		snprintf(on, sizeof(on), "%s", fb_feature_name(i));
 		snprintf(off, sizeof(off), "NO_%s", fb_feature_name(i));
-		assert_int_equal(fb_features_parse("V", on, 0, &m, err,
-						   sizeof(err)),
-				 0);
+		assert_int_equal(
+			fb_features_parse("V", on, 0, &m, err, sizeof(err)), 0);
 		assert_int_equal(m, UINT64_C(1) << i);
 		assert_int_equal(fb_features_parse("V", off, ~UINT64_C(0), &m,
 						   err, sizeof(err)),

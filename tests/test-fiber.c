@@ -225,9 +225,8 @@ static void test_fiber_keys_with_destructors(void **state)
 	assert_int_equal(start(2), 0);
 	assert_int_equal(fiber_key_create(&key, dtor), 0);
 	for (long i = 0; i < 10; i++)
-		assert_int_equal(fiber_create(&f[i], NULL, use_key,
-					      (void *)(i + 1)),
-				 0);
+		assert_int_equal(
+			fiber_create(&f[i], NULL, use_key, (void *)(i + 1)), 0);
 	for (int i = 0; i < 10; i++) {
 		assert_int_equal(fiber_join(f[i], &r), 0);
 		assert_null(r);
@@ -266,9 +265,9 @@ static void test_fiber_pthread_creates_and_joins(void **state)
 	(void)state;
 	assert_int_equal(start(2), 0);
 	for (int i = 0; i < 4; i++)
-		assert_int_equal(
-			pthread_create(&t[i], NULL, pthread_joins_fiber, NULL),
-			0);
+		assert_int_equal(pthread_create(&t[i], NULL,
+						pthread_joins_fiber, NULL),
+				 0);
 	for (int i = 0; i < 4; i++) {
 		assert_int_equal(pthread_join(t[i], &r), 0);
 		assert_ptr_equal(r, (void *)99);
@@ -317,14 +316,12 @@ static void test_fiber_million_create_join_bounded_memory(void **state)
 
 	(void)state;
 	assert_int_equal(start(2), 0);
-	assert_int_equal(fiber_create(&c[0], NULL, creator, (void *)20000L),
-			 0);
+	assert_int_equal(fiber_create(&c[0], NULL, creator, (void *)20000L), 0);
 	assert_int_equal(fiber_join(c[0], &r), 0);
 	before = rss_kib();
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(fiber_create(&c[i], NULL, creator,
-					      (void *)490000L),
-				 0);
+		assert_int_equal(
+			fiber_create(&c[i], NULL, creator, (void *)490000L), 0);
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(fiber_join(c[i], &r), 0);
 		assert_int_equal((long)r, 490000);

@@ -28,7 +28,7 @@ struct slot {
 	struct fb_spinlock lock;
 	long count;
 	struct fb_waiter *waiter;
-	atomic_int running;	/* canary: 1 while the owner fiber runs */
+	atomic_int running; /* canary: 1 while the owner fiber runs */
 	long waits, signals;
 } __attribute__((aligned(64)));
 
@@ -124,9 +124,8 @@ static void run_ring(unsigned int workers, const char *features, long iters)
 	fb_test_switch_hook = widen_window;
 	assert_int_equal(fiber_init(&c), 0);
 	for (long i = 0; i < nr_fibers; i++)
-		assert_int_equal(fiber_create(&f[i], NULL, ring_member,
-					      (void *)i),
-				 0);
+		assert_int_equal(
+			fiber_create(&f[i], NULL, ring_member, (void *)i), 0);
 	for (int i = 0; i < nr_fibers; i++)
 		assert_int_equal(fiber_join(f[i], NULL), 0);
 	for (int i = 0; i < nr_fibers; i++) {
@@ -156,7 +155,6 @@ static void test_invariant_no_fiber_on_two_workers_defaults(void **state)
 	(void)state;
 	run_ring(4, NULL, 20000);
 }
-
 
 static void test_invariant_no_lost_wakeup_all_features_off(void **state)
 {
@@ -219,9 +217,9 @@ static void test_invariant_foreign_wakers_lose_nothing(void **state)
 	c.workers = 3;
 	assert_int_equal(fiber_init(&c), 0);
 	for (int i = 0; i < 8; i++)
-		assert_int_equal(
-			fiber_create(&f[i], NULL, foreign_waiter, &fslots[i]),
-			0);
+		assert_int_equal(fiber_create(&f[i], NULL, foreign_waiter,
+					      &fslots[i]),
+				 0);
 	assert_int_equal(pthread_create(&t, NULL, foreign_signaller, NULL), 0);
 	pthread_join(t, NULL);
 	for (int i = 0; i < 8; i++) {

@@ -342,8 +342,8 @@ static void test_io_peer_close_mid_request_server_keeps_serving(void **state)
 		size_t got = 0;
 
 		while (got < sizeof(echo)) {
-			ssize_t n = fiber_read(a, echo + got,
-					       sizeof(echo) - got);
+			ssize_t n =
+				fiber_read(a, echo + got, sizeof(echo) - got);
 
 			assert_true(n > 0);
 			got += (size_t)n;

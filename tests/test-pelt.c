@@ -19,8 +19,8 @@
 #include "place-pelt.h"
 
 #define P FB_PELT_PERIOD_NS
-#define W0 1024ul	/* default fiber weight */
-#define TOL 2		/* heuristics.md 1.3: alignment within a period */
+#define W0 1024ul /* default fiber weight */
+#define TOL 2	  /* heuristics.md 1.3: alignment within a period */
 
 enum state { BLOCKED, WAITING, RUNNING };
 
@@ -29,8 +29,8 @@ static const uint64_t steps[] = { P, 1000000, 100000, 0 };
 #define NR_STEPS FB_ARRAY_SIZE(steps)
 
 /* Update @p from *@now to *@now + @ns in updates of @step ns at most. */
-static void drive(struct fb_pelt *p, uint64_t *now, uint64_t ns,
-		  uint64_t step, enum state s)
+static void drive(struct fb_pelt *p, uint64_t *now, uint64_t ns, uint64_t step,
+		  enum state s)
 {
 	uint64_t end = *now + ns;
 
@@ -75,7 +75,7 @@ static void test_pelt_decay_table_is_floor_of_y_powers(void **state)
 static void test_pelt_load_avg_max_is_47742(void **state)
 {
 	(void)state;
-	fb_pelt_init();		/* again: must be harmless */
+	fb_pelt_init(); /* again: must be harmless */
 	assert_int_equal(fb_pelt_load_avg_max(), 47742);
 	assert_int_equal(fb_pelt_load_avg_max(), FB_LOAD_AVG_MAX);
 }
@@ -262,7 +262,7 @@ static void test_pelt_sub_period_updates_accumulate(void **state)
 		assert_int_equal(p.load_sum, 100 * i);
 		assert_int_equal(p.runnable_sum, (100 * i) << 10);
 		assert_int_equal(p.util_sum, (100 * i) << 10);
-		assert_int_equal(p.util_avg, 0);	/* no boundary yet */
+		assert_int_equal(p.util_avg, 0); /* no boundary yet */
 	}
 	/* 500 units waiting but not running: util does not grow. */
 	assert_false(fb_pelt_update(&p, 1000 * 1024, W0, true, false));
@@ -309,11 +309,11 @@ static void test_pelt_load_avg_scales_with_weight(void **state)
 		fb_pelt_update(&a, t, 1024, true, run);
 		fb_pelt_update(&b, t, 3072, true, run);
 	}
-	assert_true(a.load_avg > 1000);	/* always runnable */
+	assert_true(a.load_avg > 1000); /* always runnable */
 	assert_near(b.load_avg, 3 * a.load_avg, 3, 0, "3x weight");
 	assert_int_equal(b.util_avg, a.util_avg);
 	assert_int_equal(b.runnable_avg, a.runnable_avg);
-	assert_int_equal(b.load_sum, a.load_sum);	/* sum not weighted */
+	assert_int_equal(b.load_sum, a.load_sum); /* sum not weighted */
 	/* Running 2 periods of 3: oscillates around 1024 x 2 / 3. */
 	assert_in_range(a.util_avg, 640, 700);
 }
@@ -415,8 +415,8 @@ static void test_pelt_worker_tracks_attached_fibers(void **state)
 	fb_pelt_update_worker(&w, t, W0, 1, true);
 	assert_near(w.util_avg, a.util_avg + b.util_avg, 2 * TOL, 0, "util");
 	assert_near(w.load_avg, a.load_avg + b.load_avg, 2 * TOL, 0, "load");
-	assert_near(w.runnable_avg, a.runnable_avg + b.runnable_avg, 2 * TOL,
-		    0, "runnable");
+	assert_near(w.runnable_avg, a.runnable_avg + b.runnable_avg, 2 * TOL, 0,
+		    "runnable");
 	assert_true(b.util_avg > 100);
 
 	fb_pelt_detach(&w, &b, 2048);
@@ -434,7 +434,7 @@ static void test_pelt_detach_stops_at_zero(void **state)
 	(void)state;
 	make_fiber(&f, &now, 50, 0);
 	fb_pelt_reset(&w, now);
-	w.util_sum = 1000;	/* less than the fiber's share */
+	w.util_sum = 1000; /* less than the fiber's share */
 	w.util_avg = 1;
 	fb_pelt_detach(&w, &f, W0);
 	assert_int_equal(w.util_avg, 0);
@@ -453,7 +453,7 @@ static void test_pelt_detach_keeps_sum_consistent_with_avg(void **state)
 	w.util_avg = 600;
 	w.util_sum = 601ull * FB_PELT_MIN_DIVIDER;
 	f.util_avg = 100;
-	f.util_sum = 200ull * FB_PELT_MIN_DIVIDER;	/* rounding drift */
+	f.util_sum = 200ull * FB_PELT_MIN_DIVIDER; /* rounding drift */
 	fb_pelt_detach(&w, &f, W0);
 	assert_int_equal(w.util_avg, 500);
 	assert_int_equal(w.util_sum, 500ull * FB_PELT_MIN_DIVIDER);
@@ -467,7 +467,7 @@ static void test_pelt_util_is_capped_at_capacity(void **state)
 	fb_pelt_reset(&w, 0);
 	w.util_avg = 700;
 	assert_int_equal(fb_pelt_util(&w), 700);
-	w.util_avg = 2048;	/* two saturated fibers just attached */
+	w.util_avg = 2048; /* two saturated fibers just attached */
 	assert_int_equal(fb_pelt_util(&w), 1024);
 }
 
@@ -484,7 +484,7 @@ static void test_pelt_blocked_load_decays_to_all_sums_zero(void **state)
 	now = 5 * P;
 	fb_pelt_update_worker(&w, now + 300 * P, 0, 0, false);
 	assert_false(fb_pelt_is_decayed(&w));
-	assert_int_equal(w.util_avg, 0);	/* avg 0 before the sums */
+	assert_int_equal(w.util_avg, 0); /* avg 0 before the sums */
 	fb_pelt_update_worker(&w, now + 3000 * P, 0, 0, false);
 	assert_true(fb_pelt_is_decayed(&w));
 	assert_int_equal(w.load_avg, 0);

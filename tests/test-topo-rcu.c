@@ -44,8 +44,7 @@ static bool walk(const struct fb_sched_view *v)
 	for (int w = 0; w < v->nr_workers; w++) {
 		int weight = 1;
 
-		fb_for_each_domain(v, w, d)
-		{
+		fb_for_each_domain (v, w, d) {
 			if (d->span_weight <= weight ||
 			    !fb_wmask_test(&d->span, w) || d->nr_groups < 2)
 				return false;

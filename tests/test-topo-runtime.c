@@ -166,10 +166,10 @@ static void test_topo_runtime_rebuild_while_fibers_block(void **state)
 	for (long i = 0; i < RING; i++)
 		assert_int_equal(fiber_create(&f[i], NULL, ring, (void *)i), 0);
 	for (int k = 0; k < 100; k++) {
-		assert_int_equal(fiber_sched_features_set(
-					 k & 1 ? "NO_ASYM_PACKING"
-					       : "ASYM_PACKING"),
-				 0);
+		assert_int_equal(
+			fiber_sched_features_set(k & 1 ? "NO_ASYM_PACKING" :
+							 "ASYM_PACKING"),
+			0);
 		assert_int_equal(fiber_sched_feature_get("ASYM_PACKING"),
 				 !(k & 1));
 	}

@@ -198,8 +198,7 @@ static void check_level(const struct fb_sched_view *v,
 	assert_int_equal(d->imbalance_pct, e->pct);
 	assert_int_equal(d->cache_nice_tries, e->tries);
 	assert_int_equal(d->nr_groups, nr);
-	fb_domain_for_each_group(d, g, k)
-	{
+	fb_domain_for_each_group (d, g, k) {
 		int gfirst = first + (mine + k) % nr * e->child;
 
 		assert_block(&g->span, gfirst, e->child);
@@ -224,8 +223,7 @@ static void check_topo(const struct exp_topo *e)
 	for (int w = 0; w < v->nr_workers; w++) {
 		int i = 0;
 
-		fb_for_each_domain(v, w, d)
-		{
+		fb_for_each_domain (v, w, d) {
 			assert_true(i < e->nr_levels);
 			assert_int_equal(d->level, i);
 			assert_ptr_equal(d->child, i ? d - 1 : NULL);
@@ -352,9 +350,9 @@ static int imb_of(const struct fb_sched_view *v, int w, const char *name,
 {
 	const struct fb_domain *d;
 
-	fb_for_each_domain(v, w, d) if (!strcmp(d->name, name) &&
-					d->span_weight ==
-						weight) return d->imb_numa_nr;
+	fb_for_each_domain (v, w, d)
+		if (!strcmp(d->name, name) && d->span_weight == weight)
+			return d->imb_numa_nr;
 	fail_msg("worker %d has no %s domain of %d", w, name, weight);
 	return -1;
 }
@@ -463,8 +461,7 @@ static void test_topo_balance_parameters(void **state)
 	const struct fb_domain *d;
 
 	(void)state;
-	fb_for_each_domain(v, 3, d)
-	{
+	fb_for_each_domain (v, 3, d) {
 		assert_int_equal(d->min_interval, d->span_weight);
 		assert_int_equal(d->max_interval, 2 * d->span_weight);
 		assert_int_equal(d->balance_interval, d->span_weight);

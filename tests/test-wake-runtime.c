@@ -160,7 +160,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(
-			test_wake_runtime_same_llc_idle_uses_wakelist, teardown),
+			test_wake_runtime_same_llc_idle_uses_wakelist,
+			teardown),
 		cmocka_unit_test_teardown(
 			test_wake_runtime_no_ttwu_queue_idle_enqueues_directly,
 			teardown),
