@@ -76,6 +76,43 @@ static void json_row(struct out *o, const uint64_t *v)
 		    (unsigned long long)v[i]);
 }
 
+/*
+ * level_rows - worker @w's balance attempts and pulls per domain level of
+ * the current view, bottom up: JSON "levels":[{"name":...},...] or a
+ * table line "SMT 12/0 LLC 5/1 ...".  The counters are owner-written
+ * words; relaxed reads are enough for statistics.
+ */
+static void level_rows(struct out *o, int w, bool json)
+{
+	const struct fb_worker *wk = fb_runtime_worker(w);
+	const struct fb_domain *d;
+	struct fb_place_view v;
+	bool first = true;
+
+	fb_sched_view_enter(&v);
+	if (json)
+		put(o, ",\"levels\":[");
+	for (d = v.topo ? v.topo->sd[w] : NULL; d; d = d->parent) {
+		int l = FB_MIN(d->level, FB_BAL_LEVELS - 1);
+		unsigned long long nr =
+			__atomic_load_n(&wk->bal.nr_lb[l], __ATOMIC_RELAXED);
+		unsigned long long got = __atomic_load_n(&wk->bal.nr_pulled[l],
+							 __ATOMIC_RELAXED);
+
+		if (json)
+			put(o,
+			    "%s{\"name\":\"%s\",\"lb_balances\":%llu,"
+			    "\"lb_pulled\":%llu}",
+			    first ? "" : ",", d->name, nr, got);
+		else
+			put(o, " %s %llu/%llu", d->name, nr, got);
+		first = false;
+	}
+	if (json)
+		put(o, "]");
+	fb_sched_view_exit();
+}
+
 int fiber_stats_print(int fd, int json)
 {
 	int n = fb_runtime_nr_workers();
@@ -91,6 +128,7 @@ int fiber_stats_print(int fd, int json)
 			read_row(w, v);
 			put(&o, "%s{\"worker\":%d,", w ? "," : "", w);
 			json_row(&o, v);
+			level_rows(&o, w, true);
 			put(&o, "}");
 			for (size_t i = 0; i < NR_COUNTERS; i++)
 				tot[i] += v[i];
@@ -126,6 +164,12 @@ int fiber_stats_print(int fd, int json)
 				put(&o, " %*llu",
 				    (int)FB_MAX(strlen(names[i]), 8),
 				    (unsigned long long)v[i]);
+			put(&o, "\n");
+		}
+		put(&o, "balances/pulls per domain level, bottom up:\n");
+		for (int w = 0; w < n; w++) {
+			put(&o, "%-8d", w);
+			level_rows(&o, w, false);
 			put(&o, "\n");
 		}
 	}

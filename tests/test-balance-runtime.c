@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -109,6 +110,39 @@ static void asym_run(int checks, atomic_int *where)
 		assert_int_equal(fiber_join(f[i], NULL), 0);
 }
 
+/* The JSON statistics carry per-level balance counts, and the levels
+ * together saw at least one balance. */
+static bool stats_json_has_level_balances(void)
+{
+	char path[] = "/tmp/libfiber-stats-XXXXXX", buf[1 << 16];
+	int fd = mkstemp(path);
+	ssize_t n;
+	const char *p;
+	long sum = 0;
+
+	if (fd < 0 || fiber_stats_print(fd, 1))
+		return false;
+	lseek(fd, 0, SEEK_SET);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	unlink(path);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	if (!strstr(buf, "\"levels\":[{\"name\":\"LLC\""))
+		return false;
+	/* Sum "lb_balances" inside the "levels" arrays only. */
+	for (p = buf; (p = strstr(p, "\"levels\":[")); p++) {
+		const char *end = strchr(p, ']'), *q = p;
+
+		while ((q = strstr(q, "\"lb_balances\":")) && q < end) {
+			q += strlen("\"lb_balances\":");
+			sum += atol(q);
+		}
+	}
+	return sum > 0;
+}
+
 static void test_balance_asym_packs_onto_lowest_workers(void **state)
 {
 	atomic_int where[2];
@@ -118,6 +152,7 @@ static void test_balance_asym_packs_onto_lowest_workers(void **state)
 	asym_run(500, where);
 	assert_true(fiber_stats_counter("lb_pushes") > 0);
 	assert_true(fiber_stats_counter("lb_asym_pulls") > 0);
+	assert_true(stats_json_has_level_balances());
 	assert_int_equal(fiber_shutdown(), 0);
 	assert_true(atomic_load(&where[0]) < 2);
 	assert_true(atomic_load(&where[1]) < 2);
