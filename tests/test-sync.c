@@ -25,32 +25,7 @@
 
 #include <cmocka.h>
 
-/* Stack for the fibers of these tests: room for sanitizer frames. */
-#define TEST_STACK (128 * 1024)
-
-static void runtime_start(unsigned int workers)
-{
-	struct fiber_config c = { 0 };
-
-	c.workers = workers;
-	assert_int_equal(fiber_init(&c), 0);
-}
-
-static void runtime_stop(void)
-{
-	assert_int_equal(fiber_shutdown(), 0);
-}
-
-/* Teardown: a failed test may leave the runtime up; stop it so that the
- * next test can start its own (ESRCH when it is already down). */
-static int stop_if_running(void **state)
-{
-	(void)state;
-	fiber_shutdown();
-	return 0;
-}
-
-#define TEST(fn) cmocka_unit_test_teardown(fn, stop_if_running)
+#include "harness.h"
 
 /* Start @n fibers running @fn((void *)i) for i in 0..n-1. */
 static fiber_t *spawn(unsigned int n, size_t stack, void *(*fn)(void *))

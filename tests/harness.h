@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * harness.h - what the runtime tests share: starting and stopping the
+ * runtime inside a test, and a teardown that stops a runtime a failed
+ * assertion left running, so the next test can start its own.
+ * Include after <cmocka.h> and "fiber.h".
+ */
+#ifndef FB_TEST_HARNESS_H
+#define FB_TEST_HARNESS_H
+
+/* Stack for the fibers of these tests: room for sanitizer frames. */
+#define TEST_STACK (128 * 1024)
+
+static inline void runtime_start(unsigned int workers)
+{
+	struct fiber_config c = { 0 };
+
+	c.workers = workers;
+	assert_int_equal(fiber_init(&c), 0);
+}
+
+static inline void runtime_stop(void)
+{
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+/* Teardown: ESRCH from fiber_shutdown when the runtime is already down
+ * is fine. */
+static inline int stop_if_running(void **state)
+{
+	(void)state;
+	fiber_shutdown();
+	return 0;
+}
+
+#define TEST(fn) cmocka_unit_test_teardown(fn, stop_if_running)
+
+#endif /* FB_TEST_HARNESS_H */
