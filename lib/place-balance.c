@@ -175,7 +175,7 @@ static bool should_balance(const struct fb_lb_env *env)
 
 static bool sleeping(const struct fb_place_view *v, int i)
 {
-	return v->g && fb_wmask_test(&v->g->sleeping, i);
+	return fb_place_is_sleeping(v->g, i);
 }
 
 /* group_stats - 1.5 for load balancing, over the active workers of @g. */

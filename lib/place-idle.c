@@ -37,7 +37,7 @@
 
 static bool sleeping(const struct fb_place_view *v, int i)
 {
-	return v->g && fb_wmask_test(&v->g->sleeping, i);
+	return fb_place_is_sleeping(v->g, i);
 }
 
 uint64_t fb_place_balance_interval_ns(const struct fb_place_view *v,
@@ -317,7 +317,7 @@ void fb_place_sleep_enter(const struct fb_place_view *v, int w)
 	atomic_int *busy = nr_busy_of(v, w);
 
 	fb_store_relaxed(&v->w[w]->has_blocked_load, true);
-	if (!fb_wmask_test(&g->sleeping, w)) {
+	if (!fb_place_is_sleeping(g, w)) {
 		mask_update(&g->sleeping, w, true);
 		atomic_fetch_add(&g->nr_sleeping, 1);
 		if (busy)
@@ -332,7 +332,7 @@ void fb_place_sleep_exit(const struct fb_place_view *v, int w)
 	struct fb_place_global *g = v->g;
 	atomic_int *busy = nr_busy_of(v, w);
 
-	if (!fb_wmask_test(&g->sleeping, w))
+	if (!fb_place_is_sleeping(g, w))
 		return;
 	mask_update(&g->sleeping, w, false);
 	atomic_fetch_sub(&g->nr_sleeping, 1);
@@ -392,11 +392,12 @@ int fb_place_kick(const struct fb_place_view *v, int w, unsigned flags,
 
 	if (flags & FB_KICK_BALANCE)
 		fb_store_relaxed(&g->next_balance, now_ns + tick_ns);
-	fb_wmask_for_each (i, &g->sleeping) {
-		if (i != w && i < v->nr_workers && fb_worker_is_idle(v->w[i]))
+	for (i = 0; i < v->nr_workers; i++) {
+		if (i != w && fb_place_is_sleeping(g, i) &&
+		    fb_worker_is_idle(v->w[i]))
 			break;
 	}
-	if (i < 0 || i >= v->nr_workers)
+	if (i >= v->nr_workers)
 		return -1;
 	pw = v->w[i];
 	if ((fb_load_relaxed(&pw->kick_flags) & flags) == flags)
@@ -541,7 +542,7 @@ int fb_place_tick(const struct fb_place_view *v, int w, uint64_t now_ns,
 								FB_LB_BUSY,
 				   ops);
 	}
-	if (v->g && fb_wmask_test(&v->g->sleeping, w))
+	if (fb_place_is_sleeping(v->g, w))
 		fb_place_sleep_exit(v, w);
 	flags = fb_place_kick_flags(v, w, now_ns);
 	if (!flags)

@@ -129,6 +129,19 @@ struct fb_place_view {
 
 #define FB_MAX_WORKERS 1024
 
+/*
+ * fb_place_is_sleeping - is worker @i in the sleeping mask?  Other workers
+ * set and clear bits with atomic RMWs, so the read is atomic (relaxed):
+ * the answer is a hint, as everywhere in placement.
+ */
+static inline bool fb_place_is_sleeping(const struct fb_place_global *g, int i)
+{
+	return g && (__atomic_load_n(&g->sleeping.bits[(unsigned)i / 64],
+				     __ATOMIC_RELAXED) >>
+		     ((unsigned)i % 64)) &
+			    1;
+}
+
 /* ---- wake path (place-wake.c; issue #5) ---- */
 
 /*

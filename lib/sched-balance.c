@@ -438,7 +438,7 @@ void fb_sched_balance_idle_exit(struct fb_worker *w)
 	fb_spin_unlock(&w->rq_lock);
 	w->bal.sample_ns = now;
 	w->bal.busy = true;
-	if (fb_wmask_test(&fb_rt->g.sleeping, w->id)) {
+	if (fb_place_is_sleeping(&fb_rt->g, w->id)) {
 		fb_sched_view_enter(&v);
 		fb_place_sleep_exit(&v, w->id);
 		fb_sched_view_exit();
@@ -452,7 +452,7 @@ void fb_sched_balance_sleep(struct fb_worker *w)
 	ctx_enter(&c, w, clock_now());
 	if (fb_place_sleep_stats_due(&c.v, w->id, fb_worker_has_work(w)))
 		kicked(&c, FB_KICK_STATS);
-	if (!fb_wmask_test(&fb_rt->g.sleeping, w->id))
+	if (!fb_place_is_sleeping(&fb_rt->g, w->id))
 		fb_place_sleep_enter(&c.v, w->id);
 	ctx_exit();
 }

@@ -506,7 +506,8 @@ void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
 	fb_store_relaxed(&next->state, FB_FIBER_RUNNING);
 	fb_store_relaxed(&next->on_worker, 1);
 	next->pf.prev = w->id;
-	w->curr = next;
+	__atomic_store_n(&w->curr, next,
+			 __ATOMIC_RELAXED); /* read by balancers */
 	w->prev_switch = prev;
 	FB_COUNT(w, switches);
 	ctx_switch(prev ? &prev->sp : &w->idle_sp, next->sp, next->stack.map,
@@ -566,7 +567,8 @@ picked:
 	if (next) {
 		fb_sched_switch_to(w, prev, next);
 	} else {
-		w->curr = NULL;
+		__atomic_store_n(&w->curr, NULL,
+				 __ATOMIC_RELAXED); /* read by balancers */
 		w->prev_switch = prev;
 		ctx_switch(&prev->sp, w->idle_sp, w->idle_stack,
 			   w->idle_stack_size, mode == SCHED_EXIT,
