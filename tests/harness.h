@@ -3,10 +3,12 @@
  * harness.h - what the runtime tests share: starting and stopping the
  * runtime inside a test, and a teardown that stops a runtime a failed
  * assertion left running, so the next test can start its own.
- * Include after <cmocka.h> and "fiber.h".
+ * Include after <cmocka.h>.
  */
 #ifndef FB_TEST_HARNESS_H
 #define FB_TEST_HARNESS_H
+
+#include "fiber.h"
 
 /* Stack for the fibers of these tests: room for sanitizer frames. */
 #define TEST_STACK (128 * 1024)

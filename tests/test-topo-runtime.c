@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "harness.h"
+
 #include "fiber.h"
 
 #define TOPO "pack:2 numa:1 l3:2 core:4 pu:2"
@@ -193,25 +195,17 @@ static void test_topo_runtime_bad_topology_refused(void **state)
 	assert_int_equal(fiber_nr_workers(), 0);
 }
 
-/* After a failed assertion the runtime may still run: stop it. */
-static int teardown(void **state)
-{
-	(void)state;
-	if (fiber_nr_workers())
-		fiber_shutdown();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(
 			test_topo_runtime_thirty_two_workers_on_two_cores,
-			teardown),
+			stop_if_running),
 		cmocka_unit_test_teardown(
-			test_topo_runtime_rebuild_while_fibers_block, teardown),
-		cmocka_unit_test_teardown(
-			test_topo_runtime_bad_topology_refused, teardown),
+			test_topo_runtime_rebuild_while_fibers_block,
+			stop_if_running),
+		cmocka_unit_test_teardown(test_topo_runtime_bad_topology_refused,
+					  stop_if_running),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "harness.h"
+
 #include "fiber.h"
 
 #define LOOPS 5000
@@ -148,25 +150,18 @@ static void test_wake_runtime_futex_only_for_sleepers(void **state)
 	assert_true(sleeping.futex > 0);
 }
 
-static int teardown(void **state)
-{
-	(void)state;
-	if (fiber_nr_workers())
-		fiber_shutdown();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(
 			test_wake_runtime_same_llc_idle_uses_wakelist,
-			teardown),
+			stop_if_running),
 		cmocka_unit_test_teardown(
 			test_wake_runtime_no_ttwu_queue_idle_enqueues_directly,
-			teardown),
+			stop_if_running),
 		cmocka_unit_test_teardown(
-			test_wake_runtime_futex_only_for_sleepers, teardown),
+			test_wake_runtime_futex_only_for_sleepers,
+			stop_if_running),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
