@@ -158,8 +158,9 @@ bool fb_place_refresh_sleeping(const struct fb_place_view *v, int i,
 		return false;
 	if (!sleeping(v, i))
 		return false;
-	if (!(now_tick > fb_load_relaxed(&w->last_blocked_load_update_tick)))
-		return true;
+	if (now_tick < fb_load_relaxed(&w->last_blocked_load_update_tick) +
+			       FB_MAX(1u, v->g ? v->g->blocked_min_ticks : 1u))
+		return true; /* still blocked, refreshed too recently */
 	return fb_place_decay_blocked(w, now_ns, now_tick);
 }
 

@@ -106,6 +106,10 @@ struct fb_place_global {
 	atomic_bool needs_update;
 	atomic_bool balance_running; /* SERIALIZE levels (1.6): one at a
 					time; acquire on take, release */
+	/* LIBFIBER_BLOCKED_LOAD_INTERVAL_MS: a sleeper's blocked load is
+	 * refreshed at most once per this many ticks (6(c), the seed's own
+	 * 50 ms proposal as an experiment knob); 0 or 1 = once per tick. */
+	unsigned int blocked_min_ticks;
 };
 
 static inline bool fb_pfiber_allows(const struct fb_pfiber *pf, int w)

@@ -97,6 +97,7 @@ static int runtime_new(const struct fiber_config *config,
 	r->view.nr_workers = r->nr_workers;
 	r->view.w = r->pws;
 	r->view.g = &r->g;
+	r->g.blocked_min_ticks = (unsigned int)r->env.blocked_load_interval_ms;
 	rc = fb_topo_view_rebuild(r->topo, r->nr_workers,
 				  r->env.features & FB_FEAT_BIT(ASYM_PACKING) ?
 					  FB_VIEW_ASYM_PACKING :

@@ -110,6 +110,29 @@ static void test_place_idle_h5_1_once_per_tick(void **state)
 	sim_close(&s);
 }
 
+/* LIBFIBER_BLOCKED_LOAD_INTERVAL_MS=50 (the seed's proposal): a sleeper
+ * refreshed at tick 40 is not refreshed again before tick 90. */
+static void test_place_idle_blocked_load_interval_knob(void **state)
+{
+	struct sim s;
+	struct fb_pworker *w2;
+
+	(void)state;
+	sim_open(&s, A1, false, 0);
+	ran_then_blocked(&s, 2);
+	sleep_all(&s, 1, 3);
+	w2 = &s.pw[2];
+	assert_true(fb_place_refresh_sleeping(&s.v, 2, 40 * MS, 40));
+	assert_int_equal(w2->nr_blocked_decays, 1);
+	s.g.blocked_min_ticks = 50;
+	assert_true(fb_place_refresh_sleeping(&s.v, 2, 41 * MS, 41));
+	assert_true(fb_place_refresh_sleeping(&s.v, 2, 89 * MS, 89));
+	assert_int_equal(w2->nr_blocked_decays, 1);
+	assert_true(fb_place_refresh_sleeping(&s.v, 2, 90 * MS, 90));
+	assert_int_equal(w2->nr_blocked_decays, 2);
+	sim_close(&s);
+}
+
 /* ---- H5-2 ---------------------------------------------------------------- */
 
 static void test_place_idle_h5_2_stats_cadence_and_stop(void **state)
@@ -442,6 +465,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_place_idle_h5_1_once_per_tick),
+		cmocka_unit_test(test_place_idle_blocked_load_interval_knob),
 		cmocka_unit_test(test_place_idle_h5_2_stats_cadence_and_stop),
 		cmocka_unit_test(test_place_idle_h5_3_newidle_stays_local),
 		cmocka_unit_test(test_place_idle_h5_4_gate),
