@@ -270,9 +270,13 @@ static void *worker_in_section(void *arg)
 	while (fb_load_seqcst(&step) != 2)
 		sched_yield();
 	fb_topo_read_unlock();
-	fb_topo_quiescent(0);
-	while (fb_load_seqcst(&step) != 3)
+	/* Keep passing scheduling points, as a real worker does: a
+	 * publisher that took its snapshot after one report waits for the
+	 * next (under load the publisher may get there only now). */
+	while (fb_load_seqcst(&step) != 3) {
+		fb_topo_quiescent(0);
 		sched_yield();
+	}
 	fb_topo_worker_offline(0);
 	return NULL;
 }
