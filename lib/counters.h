@@ -63,6 +63,8 @@ FB_COUNTER(lb_pushes,
 	   "running fibers pushed to another worker (active balance)")
 FB_COUNTER(create_numa_imb,
 	   "creations kept local under an allowed NUMA imbalance")
+FB_COUNTER(pelt_migrations,
+	   "fibers whose load moved here from another worker's sums")
 FB_COUNTER(blocked_decays, "decays of the worker's own blocked load")
 FB_COUNTER(sleeper_decays,
 	   "decays of sleeping workers' blocked load (STATS passes)")

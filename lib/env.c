@@ -111,6 +111,26 @@ int fb_parse_stats(const char *var, const char *value, enum fb_stats_mode *out,
 	return 0;
 }
 
+int fb_parse_clock(const char *var, const char *value, enum fb_clock_kind *out,
+		   char *err, size_t errlen)
+{
+	if (value && !strcmp(value, "auto")) {
+		*out = FB_CLOCK_AUTO;
+	} else if (value && !strcmp(value, "monotonic")) {
+		*out = FB_CLOCK_MONOTONIC;
+	} else if (value && !strcmp(value, "tsc")) {
+		if (!fb_tsc_usable())
+			return bad(err, errlen, var, value,
+				   "the kernel's clocksource is not the TSC "
+				   "here; expected auto or monotonic");
+		*out = FB_CLOCK_TSC;
+	} else {
+		return bad(err, errlen, var, value ? value : "",
+			   "expected auto, tsc or monotonic");
+	}
+	return 0;
+}
+
 /* An environment variable that is set but empty is a value too ("" is
  * refused by every parser except LIBFIBER_SCHED_FEATURES and
  * LIBFIBER_TOPOLOGY, where it means "nothing" / "the machine"). */
@@ -223,6 +243,14 @@ static int load(struct fb_env *env, const struct fiber_config *c, char *err,
 		rc = fb_parse_long("LIBFIBER_BLOCKED_LOAD_INTERVAL_MS", v, 1,
 				   1000, &env->blocked_load_interval_ms, err,
 				   errlen);
+		if (rc)
+			return rc;
+	}
+
+	env->clock = FB_CLOCK_AUTO;
+	if ((v = var("LIBFIBER_CLOCK"))) {
+		rc = fb_parse_clock("LIBFIBER_CLOCK", v, &env->clock, err,
+				    errlen);
 		if (rc)
 			return rc;
 	}

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "fiber.h"
 
 /* Default fiber stack: 256 KiB of address space, reserved lazily
@@ -35,6 +36,7 @@ struct fb_env {
 	long idle_poll_us;
 	enum fb_stats_mode stats;
 	long blocked_load_interval_ms;
+	enum fb_clock_kind clock;
 };
 
 /*
@@ -54,6 +56,10 @@ int fb_parse_size(const char *var, const char *value, size_t min, size_t max,
 int fb_parse_bool(const char *var, const char *value, bool *out, char *err,
 		  size_t errlen);
 int fb_parse_stats(const char *var, const char *value, enum fb_stats_mode *out,
+		   char *err, size_t errlen);
+/* LIBFIBER_CLOCK: auto, tsc or monotonic; tsc is refused (EINVAL) where
+ * the kernel does not keep time with the TSC (clock.h). */
+int fb_parse_clock(const char *var, const char *value, enum fb_clock_kind *out,
 		   char *err, size_t errlen);
 
 #endif /* FB_ENV_H */

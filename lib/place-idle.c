@@ -122,6 +122,7 @@ bool fb_place_blocked_decay(struct fb_pworker *w, uint64_t now_ns)
 {
 	int nr = fb_load_relaxed(&w->nr_running);
 
+	fb_pelt_fold_removed(&w->avg, &w->removed);
 	fb_pelt_update_worker(&w->avg, now_ns, w->runnable_weight, (unsigned)nr,
 			      nr > 0);
 	w->nr_blocked_decays++;

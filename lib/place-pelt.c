@@ -261,6 +261,37 @@ void fb_pelt_detach(struct fb_pelt *w, const struct fb_pelt *f,
 	sub_share(&w->util_sum, &w->util_avg, f->util_sum, f->util_avg);
 }
 
+void fb_pelt_remove(struct fb_pelt_removed *r, const struct fb_pelt *f)
+{
+	atomic_fetch_add_explicit(&r->load_avg, f->load_avg,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&r->runnable_avg, f->runnable_avg,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&r->util_avg, f->util_avg,
+				  memory_order_relaxed);
+	/* Release: a writer that sees nr sees the shares above. */
+	atomic_fetch_add_explicit(&r->nr, 1, memory_order_release);
+}
+
+bool fb_pelt_fold_removed(struct fb_pelt *w, struct fb_pelt_removed *r)
+{
+	uint64_t divider = FB_PELT_MIN_DIVIDER + w->period_contrib;
+	unsigned long load, runnable, util;
+
+	if (!atomic_load_explicit(&r->nr, memory_order_relaxed))
+		return false;
+	atomic_exchange_explicit(&r->nr, 0, memory_order_acquire);
+	load = atomic_exchange_explicit(&r->load_avg, 0, memory_order_relaxed);
+	runnable = atomic_exchange_explicit(&r->runnable_avg, 0,
+					    memory_order_relaxed);
+	util = atomic_exchange_explicit(&r->util_avg, 0, memory_order_relaxed);
+	sub_share(&w->load_sum, &w->load_avg, (uint64_t)load * divider, load);
+	sub_share(&w->runnable_sum, &w->runnable_avg,
+		  (uint64_t)runnable * divider, runnable);
+	sub_share(&w->util_sum, &w->util_avg, (uint64_t)util * divider, util);
+	return true;
+}
+
 uint64_t fb_pelt_avg_idle_update(uint64_t avg_idle, uint64_t sample_ns,
 				 uint64_t max_idle_balance_cost)
 {

@@ -125,6 +125,8 @@ static inline bool fb_pelt_accumulate(struct fb_pelt *p, uint64_t now_ns,
 		return false;
 	}
 	delta >>= FB_PELT_UNIT_SHIFT;
+	if (!delta) /* within the same unit: nothing to account yet */
+		return false;
 	d = delta + p->period_contrib;
 	if (fb_unlikely(d >= FB_PELT_PERIOD))
 		return fb_pelt_update_slow(p, delta, load, runnable, running,
@@ -205,6 +207,37 @@ void fb_pelt_attach(struct fb_pelt *w, struct fb_pelt *f, unsigned long weight);
  */
 void fb_pelt_detach(struct fb_pelt *w, const struct fb_pelt *f,
 		    unsigned long weight);
+
+/*
+ * Shares of fibers that left a worker, waiting to be subtracted from its
+ * sums (the kernel's cfs_rq->removed).  Whoever moves a fiber off a worker
+ * adds the fiber's averages here with atomic adds, without the worker's
+ * lock; the worker's writer folds them in at its next update.  Only the
+ * averages travel: the sums lose average x divider, as in the kernel.
+ * @nr is non-zero while something is waiting, so that the writer's check
+ * is one relaxed load.
+ */
+struct fb_pelt_removed {
+	_Atomic unsigned long nr;
+	_Atomic unsigned long load_avg;
+	_Atomic unsigned long runnable_avg;
+	_Atomic unsigned long util_avg;
+};
+
+/*
+ * fb_pelt_remove - queue fiber @f's share for removal from
+ * the worker whose @r this is.  @f should be brought up to date first
+ * (fb_pelt_update() to the time of the move).  Context: any thread.
+ */
+void fb_pelt_remove(struct fb_pelt_removed *r, const struct fb_pelt *f);
+
+/*
+ * fb_pelt_fold_removed - subtract what @r has collected from worker @w's
+ * sums (as fb_pelt_detach() does) and empty @r.  A share added while this
+ * runs is folded now or at the next call, never lost.
+ * Return: true if anything was folded.  Context: @w's writer.
+ */
+bool fb_pelt_fold_removed(struct fb_pelt *w, struct fb_pelt_removed *r);
 
 /* fb_pelt_util - a worker's utilisation for placement, 0..1024. */
 static inline unsigned long fb_pelt_util(const struct fb_pelt *w)

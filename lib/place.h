@@ -66,6 +66,14 @@ struct fb_pworker {
 	atomic_int push_target;	    /* active balance request, -1 none; 1.6 */
 	uint64_t rng;		    /* per-worker PRNG (NI_RANDOM); owner */
 	uint64_t nr_blocked_decays; /* decay_blocked runs (6(b)); rq lock */
+	/* avg is the owner's while this is true (it runs fibers and updates
+	 * avg at every switch without a lock); while false (idle) avg is
+	 * written under the rq lock, also by others refreshing a sleeper's
+	 * blocked load.  Changed by the owner under the rq lock. */
+	atomic_bool avg_busy;
+	/* Shares of fibers that moved away, folded into avg by its writer
+	 * (place-pelt.h); written by others, so on a line of its own. */
+	struct fb_pelt_removed removed fb_cacheline_aligned;
 };
 
 /* Kick flags of 1.8. */
@@ -88,6 +96,8 @@ struct fb_pfiber {
 	int recent_used;	  /* 1.4 select_idle_sibling step 3, -1 none */
 	unsigned long weight;	  /* 1024 */
 	struct fb_pelt avg;	  /* its own averages */
+	int attached;		  /* worker whose sums hold its share, -1 */
+	bool avg_queued;	  /* runnable since avg.last_update */
 	unsigned int wakee_flips; /* 1.4 record_wakee */
 	const struct fb_pfiber *last_wakee;
 	uint64_t wakee_flip_decay_ns;

@@ -8,7 +8,7 @@
  * The model.  The runtime is cooperative: there is no timer interrupt, so a
  * "tick" is a scheduling point.  fb_sched_tick_maybe() (sched.h) already
  * counts scheduling points for timers and I/O; every FB_TICK_SWITCHES of
- * them a busy worker reads the clock here, samples its load averages, and
+ * them a busy worker reads the clock here, updates its load averages, and
  * once FB_TICK_NS (1 ms, the kernel's HZ=1000 tick) has passed runs
  * fb_place_tick(): its own periodic balance, the decay of its own blocked
  * load once per balance trigger, and the decision to kick a sleeping
@@ -35,30 +35,45 @@
  * that fiber's next yield (SCHED_MIGRATE to the requested worker); if the
  * fiber parks instead, the request lapses (push_fiber no longer matches).
  *
- * Clock and PELT.  The clock is fb_now_ns() (vDSO CLOCK_MONOTONIC, about
- * 20-25 ns, no system call); it is read once per FB_TICK_SWITCHES
- * scheduling points of a busy worker, at idle entry and exit, and by
- * balancing.  PELT is not updated at every switch: same-worker ping-pong
- * (bench/pipe-pingpong --fibers) would pay a clock read and three updates
- * per switch, about 10% of its instructions.  Instead the worker's
- * averages are sampled at ticks, at idle edges and around migrations,
- * with the state (nr_running, busy) seen at the sample standing for the
- * whole interval since the previous one; the current fiber's own averages
- * are sampled at ticks the same way (the interval goes to whoever runs at
- * the sample, so a fiber's average is an estimate with at most one tick
- * of error per sample).  runnable_weight is nr_running x 1024 at each
- * sample (every fiber has weight 1024).  last_ran_ns (the cache-hot test)
- * is the worker's last clock read, stored when a fiber yields and at ticks
- * for the running fiber; a fiber that parked and was woken keeps the stamp
- * of its last yield or tick, so it may look cold sooner than it is.  A fiber that wakes on another worker
- * keeps its share in the old worker's sums as blocked load, which decays
- * there; only balancing pulls detach and attach it (place-pelt.h).
- * TODO(#4): detach on wake migrations through a lock-free "removed"
- * accumulator, as the kernel does.
+ * Clock and PELT.  The clock is fb_sched_clock() (clock.h: the TSC scaled
+ * to ns where the kernel trusts it, else the vDSO's CLOCK_MONOTONIC; no
+ * system call either way).  Averages are updated at the events the kernel
+ * updates them at, with one clock read per switch (sched.h):
+ * - a switch: the worker's interval (nr_running runnable, one running),
+ *   the leaving fiber's (running) and the arriving one's (queued after a
+ *   yield or a remote wake, blocked otherwise);
+ * - a remote wake (sched-core.c deliver): the wakee's blocked interval
+ *   ends and it counts as queued from then on.  A wakee on the waker's own
+ *   worker is not stamped: its wait until the switch counts as blocked,
+ *   which spares the same-worker ping-pong a second clock read;
+ * - a fiber's exit: its share leaves the worker's sums;
+ * - ticks (a fiber that yields with nothing else to run never switches)
+ *   and idle entry and exit.
+ * A busy worker owns its averages (pw.avg_busy): it updates them without a
+ * lock, and nobody else writes them.  An idle one's are written under its
+ * rq lock, by itself or by a balancer refreshing a sleeper's blocked load;
+ * the flag flips under that lock at idle exit and entry.
  *
- * Alternatives rejected: per-switch PELT with rdtsc (cheaper clock, same
- * three updates); locking both run queues in id order (longer hold times
- * for the same result, since nothing else moves a detached fiber).
+ * Migrations.  A fiber's share sits in the sums of one worker
+ * (pf.attached).  When it first runs somewhere else, fb_sched_pelt_attach
+ * brings its averages to now, queues them for removal from the old
+ * worker (pw.removed, folded by that worker's writer at its next update:
+ * the kernel's cfs_rq->removed, lock-free) and adds them to the new one.
+ * This covers every way of moving: wakeups placed elsewhere, pushes,
+ * active balance, creation (attached == -1).  A balancing pull removes
+ * the pulled fibers from the source at once, since the balancer's next
+ * decision reads the source's load, and leaves them unattached.
+ *
+ * runnable_weight is nr_running x 1024 at each update (every fiber has
+ * weight 1024).  last_ran_ns (the cache-hot test) is the clock at the
+ * fiber's last switch-out.
+
+ * Alternatives rejected: sampling PELT at ticks only (what this file did
+ * first: cheaper, but a fiber's average then depended on who happened to
+ * run at the sample); reading the clock at every wakeup too (a second read
+ * per same-worker round trip for the few ns a runnext wakee waits);
+ * locking both run queues in id order (longer hold times for the same
+ * result, since nothing else moves a detached fiber).
  */
 #include <string.h>
 
@@ -78,7 +93,7 @@ static const struct fb_pfiber running_stub = { .weight = FB_PELT_CAPACITY };
 
 static uint64_t clock_now(void)
 {
-	return fb_now_ns();
+	return fb_sched_clock();
 }
 
 static int level_of(const struct fb_domain *d)
@@ -95,29 +110,32 @@ static void nr_running_add(struct fb_worker *t, struct fb_worker *self, int d)
 }
 
 /*
- * sample_locked - account @w's averages up to @now with the state the
- * worker has now standing for the interval (see the file comment).
- * Context: w->rq_lock.
+ * sample - bring @w's averages up to @now; @busy: a fiber ran meanwhile.
+ * Context: @w's averages' writer (the owner while busy, else rq_lock).
  */
-static void sample_locked(struct fb_worker *w, uint64_t now, bool busy)
+static void sample(struct fb_worker *w, uint64_t now, bool busy)
 {
 	int nr = fb_load_relaxed(&w->pw.nr_running);
-	unsigned n = busy ? (unsigned)FB_MAX(nr, 1) : 0;
 
-	fb_pelt_update_worker(&w->pw.avg, now, n * FB_PELT_CAPACITY, n, busy);
+	fb_sched_pelt_worker(w, now, busy);
 	w->pw.runnable_weight = (unsigned long)FB_MAX(nr, 0) * FB_PELT_CAPACITY;
 }
 
-/* sample_curr_locked - the running fiber's share of the last interval. */
-static void sample_curr_locked(struct fb_worker *w, struct fb_fiber *f,
-			       uint64_t now)
+void fb_sched_pelt_attach(struct fb_worker *w, struct fb_fiber *f, uint64_t now)
 {
 	struct fb_pelt *a = &f->pf.avg;
+	int old = f->pf.attached;
 
-	if (a->last_update < w->bal.sample_ns)
-		fb_pelt_sync_blocked(a, w->bal.sample_ns, f->pf.weight);
-	fb_pelt_update(a, now, f->pf.weight, true, true);
-	f->pf.last_ran_ns = now;
+	if (!a->last_update) /* new: its history starts now */
+		fb_pelt_reset(a, now);
+	else
+		fb_pelt_update(a, now, f->pf.weight, f->pf.avg_queued, false);
+	if (old >= 0 && old < fb_rt->nr_workers) {
+		fb_pelt_remove(&fb_rt->workers[old]->pw.removed, a);
+		FB_COUNT(w, pelt_migrations);
+	}
+	fb_pelt_attach(&w->pw.avg, a, f->pf.weight);
+	f->pf.attached = w->id;
 }
 
 /* ---- the hooks of struct fb_balance_ops ---------------------------------- */
@@ -149,6 +167,10 @@ static bool refresh(struct bctx *c, int i)
 	bool left;
 
 	fb_spin_lock(&w->rq_lock);
+	if (fb_load_relaxed(&w->pw.avg_busy)) { /* it woke: not ours */
+		fb_spin_unlock(&w->rq_lock);
+		return false;
+	}
 	before = w->pw.nr_blocked_decays;
 	left = fb_place_refresh_sleeping(&c->v, i, c->now, c->tick);
 	before = w->pw.nr_blocked_decays - before;
@@ -207,17 +229,26 @@ static int detach(struct bctx *c, struct fb_lb_env *env, struct fb_fiber **out)
 	}
 	if (!fb_place_lb_detach(env, cand, k))
 		goto out;
-	sample_locked(src, c->now, fb_load_relaxed(&src->pw.nr_running) > 0);
 	for (int i = 0; i < k; i++) {
 		struct fb_fiber *f = fl[i];
+		int old;
 
 		if (!cand[i].move || !f)
 			continue;
 		fb_list_del(&f->rq_node);
 		nr_running_add(src, c->self, -1);
-		fb_pelt_sync_blocked(&f->pf.avg, src->pw.avg.last_update,
-				     f->pf.weight);
-		fb_pelt_detach(&src->pw.avg, &f->pf.avg, f->pf.weight);
+		/* Ours now: out of @src's sums (folded by its writer, see the
+		 * file comment), into @dst's when it first runs there. */
+		fb_pelt_update(&f->pf.avg, c->now, f->pf.weight,
+			       f->pf.avg_queued, false);
+		f->pf.avg_queued = true;
+		old = f->pf.attached;
+		if (old >= 0 && old < fb_rt->nr_workers) {
+			fb_pelt_remove(&fb_rt->workers[old]->pw.removed,
+				       &f->pf.avg);
+			FB_COUNT(c->self, pelt_migrations);
+		}
+		f->pf.attached = -1;
 		out[moved++] = f;
 	}
 	src->pw.runnable_weight =
@@ -234,11 +265,8 @@ static void attach(struct bctx *c, int dst, struct fb_fiber **f, int n)
 	struct fb_worker *t = fb_rt->workers[dst];
 
 	fb_spin_lock(&t->rq_lock);
-	sample_locked(t, c->now, fb_load_relaxed(&t->pw.nr_running) > 0);
-	for (int i = 0; i < n; i++) {
-		fb_pelt_attach(&t->pw.avg, &f[i]->pf.avg, f[i]->pf.weight);
+	for (int i = 0; i < n; i++) /* attached when they run (sched.h) */
 		fb_list_add_tail(&f[i]->rq_node, &t->rq);
-	}
 	nr_running_add(t, c->self, n);
 	t->pw.runnable_weight =
 		(unsigned long)fb_load_relaxed(&t->pw.nr_running) *
@@ -347,12 +375,11 @@ void fb_sched_balance_tick(struct fb_worker *w)
 		return; /* the idle loop: a sleeping worker has no tick */
 	now = clock_now();
 	w->bal.clock_ns = now;
-	fb_spin_lock(&w->rq_lock);
-	sample_locked(w, now, true);
-	if (cur)
-		sample_curr_locked(w, cur, now);
-	fb_spin_unlock(&w->rq_lock);
-	w->bal.sample_ns = now;
+	sample(w, now, true); /* ours while busy: no lock */
+	if (cur) {
+		fb_pelt_update(&cur->pf.avg, now, cur->pf.weight, true, true);
+		cur->pf.last_ran_ns = now;
+	}
 	if (now < w->bal.next_tick_ns)
 		return;
 	w->bal.next_tick_ns = now + FB_TICK_NS;
@@ -386,8 +413,10 @@ bool fb_sched_balance_idle(struct fb_worker *w)
 	w->bal.clock_ns = now;
 	fb_store_relaxed(&w->pw.push_target, -1);
 	if (w->bal.busy) {
+		/* From here on others may refresh our blocked load. */
 		fb_spin_lock(&w->rq_lock);
-		sample_locked(w, now, true);
+		sample(w, now, true);
+		fb_store_relaxed(&w->pw.avg_busy, false);
 		fb_spin_unlock(&w->rq_lock);
 		w->bal.busy = false;
 	}
@@ -423,10 +452,12 @@ void fb_sched_balance_idle_exit(struct fb_worker *w)
 	struct fb_place_view v;
 	uint64_t now, stamp;
 
-	if (w->bal.busy)
-		return;
 	now = clock_now();
-	w->bal.clock_ns = now;
+	w->bal.clock_ns = now; /* fb_sched_switch_to's clock */
+	if (w->bal.busy) {
+		sample(w, now, true);
+		return;
+	}
 	stamp = w->pw.idle_stamp;
 	if (stamp && now > stamp)
 		w->pw.avg_idle =
@@ -434,9 +465,9 @@ void fb_sched_balance_idle_exit(struct fb_worker *w)
 						w->pw.max_idle_balance_cost);
 	w->pw.idle_stamp = 0;
 	fb_spin_lock(&w->rq_lock);
-	sample_locked(w, now, false);
+	sample(w, now, false);
+	fb_store_relaxed(&w->pw.avg_busy, true); /* ours again, lock-free */
 	fb_spin_unlock(&w->rq_lock);
-	w->bal.sample_ns = now;
 	w->bal.busy = true;
 	if (fb_place_is_sleeping(&fb_rt->g, w->id)) {
 		fb_sched_view_enter(&v);

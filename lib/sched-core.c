@@ -290,6 +290,13 @@ static void deliver(const struct fb_place_view *v, struct fb_fiber *f, int t,
 {
 	struct fb_worker *tw = fb_rt->workers[t];
 
+	if (tw != this) {
+		/* Its blocked time ends here; it waits runnable from now on
+		 * (a local wakee's does at its switch-in, see sched.h). */
+		fb_pelt_update(&f->pf.avg, fb_sched_clock(), f->pf.weight,
+			       false, false);
+		f->pf.avg_queued = true;
+	}
 	if (tw != this &&
 	    fb_place_use_wakelist(v, &f->pf, t, this ? this->id : -1))
 		push(f, tw, this);
@@ -501,8 +508,9 @@ static inline void ctx_switch(void **save, void *load, const void *bottom,
 }
 
 void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
-			struct fb_fiber *next)
+			struct fb_fiber *next, uint64_t now)
 {
+	fb_sched_pelt_enter(w, next, now);
 	fb_store_relaxed(&next->state, FB_FIBER_RUNNING);
 	fb_store_relaxed(&next->on_worker, 1);
 	next->pf.prev = w->id;
@@ -526,10 +534,15 @@ enum sched_mode { SCHED_YIELD, SCHED_PARK, SCHED_EXIT, SCHED_MIGRATE };
 static void schedule(struct fb_worker *w, struct fb_fiber *prev,
 		     enum sched_mode mode)
 {
+	uint64_t now = fb_sched_clock();
 	struct fb_list *n;
 	struct fb_fiber *next = NULL;
 
 	fb_topo_quiescent(w->id); /* a scheduling point (topo-rcu.c) */
+	fb_sched_pelt_leave(w, prev, now,
+			    mode == SCHED_YIELD || mode == SCHED_MIGRATE);
+	if (fb_unlikely(mode == SCHED_EXIT)) /* its share leaves with it */
+		fb_pelt_detach(&w->pw.avg, &prev->pf.avg, prev->pf.weight);
 	next = w->runnext;
 	if (next && mode != SCHED_YIELD && !fb_load_relaxed(&w->wakelist)) {
 		/* prev leaves and next runs: nr_running is unchanged, and no
@@ -547,10 +560,9 @@ static void schedule(struct fb_worker *w, struct fb_fiber *prev,
 		next = NULL;
 	}
 	w->runnext_streak = 0;
-	if (mode == SCHED_YIELD) {
+	if (mode == SCHED_YIELD)
 		fb_list_add_tail(&prev->rq_node, &w->rq);
-		prev->pf.last_ran_ns = w->bal.clock_ns; /* cache hot (1.6) */
-	} else
+	else
 		fb_nr_running_add_local(w, -1);
 	n = fb_list_pop(&w->rq);
 	fb_spin_unlock(&w->rq_lock);
@@ -565,7 +577,7 @@ picked:
 	if (fb_unlikely(fb_test_switch_hook != NULL))
 		fb_test_switch_hook();
 	if (next) {
-		fb_sched_switch_to(w, prev, next);
+		fb_sched_switch_to(w, prev, next, now);
 	} else {
 		__atomic_store_n(&w->curr, NULL,
 				 __ATOMIC_RELAXED); /* read by balancers */

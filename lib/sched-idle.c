@@ -94,9 +94,9 @@ static void idle_wait(struct fb_worker *w)
 	unsigned int spins = 0;
 
 	fb_add(&fb_rt->nr_idle, 1);
-	w->pw.idle_stamp = fb_now_ns();
+	w->pw.idle_stamp = fb_sched_clock(); /* the PELT clock (clock.h) */
 	fb_store_seqcst(&w->pw.state, FB_WS_POLLING);
-	deadline = w->pw.idle_stamp + fb_rt->poll_ns;
+	deadline = fb_now_ns() + fb_rt->poll_ns;
 	/* Only fibers running here arm timers here: the next deadline cannot
 	 * move earlier while we are idle. */
 	next = fb_timer_next(w);
@@ -194,7 +194,7 @@ void *fb_worker_main(void *arg)
 			next = steal(w);
 		if (next) {
 			fb_sched_balance_idle_exit(w);
-			fb_sched_switch_to(w, NULL, next);
+			fb_sched_switch_to(w, NULL, next, w->bal.clock_ns);
 			continue;
 		}
 		if (quit(w))

@@ -72,6 +72,13 @@ static int runtime_new(const struct fiber_config *config,
 	rc = fb_env_load(&r->env, config);
 	if (rc)
 		goto fail;
+	if (fb_clock_setup(r->env.clock)) {
+		fprintf(stderr, "libfiber: LIBFIBER_CLOCK=\"tsc\": the TSC "
+				"could not be calibrated; expected auto or "
+				"monotonic\n");
+		rc = EINVAL;
+		goto fail;
+	}
 	rc = fb_topo_open(&r->topo, r->env.topology, err, sizeof(err));
 	if (rc) {
 		if (rc == EINVAL)

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "common.h"
 #include "list.h"
 #include "place.h"
@@ -185,7 +186,6 @@ void fb_count_foreign(size_t offset);
 struct fb_wbalance {
 	uint64_t clock_ns;     /* last clock read at a tick or an idle edge */
 	uint64_t next_tick_ns; /* next fb_place_tick() */
-	uint64_t sample_ns;    /* last PELT sample of curr */
 	bool busy;	       /* ran fibers since it last went idle */
 	int migrate_to;	       /* active balance: the worker prev_switch
 				   goes to, -1 none */
@@ -310,9 +310,10 @@ void fb_sched_wake_worker(struct fb_worker *t, struct fb_worker *this);
 void fb_sched_drain_wakelist(struct fb_worker *w);
 /* First thing after every switch, on the new stack. */
 void fb_sched_finish_switch(struct fb_worker *w);
-/* Switch from @prev (NULL: the idle loop) to RUNNABLE @next. */
+/* Switch from @prev (NULL: the idle loop) to RUNNABLE @next at @now (the
+ * scheduler clock, for load tracking). */
 void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
-			struct fb_fiber *next);
+			struct fb_fiber *next, uint64_t now);
 /* Entry point of a worker thread (sched-idle.c). */
 void *fb_worker_main(void *arg);
 /* Stack overflow reports (fiber-guard.c): the SIGSEGV handler, installed
@@ -457,5 +458,57 @@ bool fb_sched_balance_push(struct fb_worker *w);
 /* fb_sched_balance_migrate_target - where migrate_finish sends @f: the
  * active-balance destination, or -1 for placement's choice. */
 int fb_sched_balance_migrate_target(struct fb_worker *w, struct fb_fiber *f);
+
+/*
+ * ---- load tracking at scheduling points (sched-balance.c's comment) ----
+ *
+ * A busy worker owns its averages: it brings them up to date at every
+ * switch with one read of the scheduler clock (clock.h), without a lock.
+ * The interval since the last update is accounted with the state the
+ * worker has at the switch (nr_running fibers runnable, one running), the
+ * leaving fiber is accounted as running, the arriving one as queued or
+ * blocked (whichever it was since its own last update).  A fiber whose
+ * share sits in another worker's sums, or in none (new, or detached by a
+ * balancer), moves them here on its first run (fb_sched_pelt_attach).
+ */
+void fb_sched_pelt_attach(struct fb_worker *w, struct fb_fiber *f,
+			  uint64_t now);
+
+/* fb_sched_pelt_worker - account @w's interval up to @now; @busy: a fiber
+ * ran during it.  Context: @w's averages' writer (avg_busy, place.h). */
+static inline void fb_sched_pelt_worker(struct fb_worker *w, uint64_t now,
+					bool busy)
+{
+	int nr = fb_load_relaxed(&w->pw.nr_running);
+	unsigned n = busy ? (unsigned)FB_MAX(nr, 1) : (unsigned)FB_MAX(nr, 0);
+
+	if (fb_unlikely(fb_load_relaxed(&w->pw.removed.nr)))
+		fb_pelt_fold_removed(&w->pw.avg, &w->pw.removed);
+	fb_pelt_update_worker(&w->pw.avg, now, n * FB_PELT_CAPACITY, n, busy);
+}
+
+/* fb_sched_pelt_leave - @prev stops running on @w at @now; @queued: it
+ * stays runnable (a yield) rather than blocking.  Context: owner. */
+static inline void fb_sched_pelt_leave(struct fb_worker *w,
+				       struct fb_fiber *prev, uint64_t now,
+				       bool queued)
+{
+	fb_sched_pelt_worker(w, now, true);
+	fb_pelt_update(&prev->pf.avg, now, prev->pf.weight, true, true);
+	prev->pf.avg_queued = queued;
+	prev->pf.last_ran_ns = now; /* the cache-hot test (1.6) */
+}
+
+/* fb_sched_pelt_enter - @next starts running on @w at @now. */
+static inline void fb_sched_pelt_enter(struct fb_worker *w,
+				       struct fb_fiber *next, uint64_t now)
+{
+	if (fb_unlikely(next->pf.attached != w->id)) {
+		fb_sched_pelt_attach(w, next, now);
+		return;
+	}
+	fb_pelt_update(&next->pf.avg, now, next->pf.weight, next->pf.avg_queued,
+		       false);
+}
 
 #endif /* FB_SCHED_H */

@@ -2,8 +2,9 @@
 /*
  * stats.c - the LIBFIBER_STATS output: one row per worker plus the foreign
  * threads' row and the total, as a table or as one JSON object
- * {"workers":[{"worker":0,...}],"foreign":{...},"total":{...}}.  Counter
- * names come from lib/counters.h and are stable.
+ * {"clock":...,"workers":[{"worker":0,...}],"foreign":{...},"total":{...}}
+ * (clock: the scheduler clock, clock.h).  Counter names come from
+ * lib/counters.h and are stable.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -123,7 +124,7 @@ int fiber_stats_print(int fd, int json)
 	if (!n)
 		return ESRCH;
 	if (json) {
-		put(&o, "{\"workers\":[");
+		put(&o, "{\"clock\":\"%s\",\"workers\":[", fb_clock_name());
 		for (int w = 0; w < n; w++) {
 			read_row(w, v);
 			put(&o, "%s{\"worker\":%d,", w ? "," : "", w);
@@ -142,7 +143,8 @@ int fiber_stats_print(int fd, int json)
 		json_row(&o, tot);
 		put(&o, "}}\n");
 	} else {
-		put(&o, "libfiber statistics (%d workers)\n%-8s", n, "worker");
+		put(&o, "libfiber statistics (%d workers, %s clock)\n%-8s", n,
+		    fb_clock_name(), "worker");
 		for (size_t i = 0; i < NR_COUNTERS; i++)
 			put(&o, " %*s", (int)FB_MAX(strlen(names[i]), 8),
 			    names[i]);

@@ -24,6 +24,7 @@ static const char *const vars[] = {
 	"LIBFIBER_BIND",       "LIBFIBER_SCHED_FEATURES",
 	"LIBFIBER_STACK_SIZE", "LIBFIBER_IDLE_POLL_US",
 	"LIBFIBER_STATS",      "LIBFIBER_BLOCKED_LOAD_INTERVAL_MS",
+	"LIBFIBER_CLOCK",
 };
 
 static void clear_env(void)
@@ -101,6 +102,9 @@ static void test_env_bad_values_give_einval(void **state)
 		{ "LIBFIBER_STATS", "" },
 		{ "LIBFIBER_BLOCKED_LOAD_INTERVAL_MS", "0" },
 		{ "LIBFIBER_BLOCKED_LOAD_INTERVAL_MS", "50ms" },
+		{ "LIBFIBER_CLOCK", "rdtsc" },
+		{ "LIBFIBER_CLOCK", "TSC" },
+		{ "LIBFIBER_CLOCK", "" },
 	};
 
 	(void)state;
@@ -147,6 +151,35 @@ static void test_env_good_values_start(void **state)
 	expect_accepted("LIBFIBER_STATS", "0");
 	expect_accepted("LIBFIBER_TOPOLOGY", "pack:1 l3:1 core:2 pu:2");
 	expect_accepted("LIBFIBER_BLOCKED_LOAD_INTERVAL_MS", "50");
+	expect_accepted("LIBFIBER_CLOCK", "auto");
+	expect_accepted("LIBFIBER_CLOCK", "monotonic");
+	/* tsc where the kernel keeps time with it, a clear refusal where
+	 * it does not (the message says why and what is accepted). */
+	if (fb_tsc_usable())
+		expect_accepted("LIBFIBER_CLOCK", "tsc");
+	else
+		expect_refused("LIBFIBER_CLOCK", "tsc");
+}
+
+static void test_env_clock_parser(void **state)
+{
+	enum fb_clock_kind k = FB_CLOCK_AUTO;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(fb_parse_clock("C", "monotonic", &k, err, sizeof(err)),
+			 0);
+	assert_int_equal(k, FB_CLOCK_MONOTONIC);
+	assert_int_equal(fb_parse_clock("C", "auto", &k, err, sizeof(err)), 0);
+	assert_int_equal(k, FB_CLOCK_AUTO);
+	assert_int_equal(fb_parse_clock("C", "tsc", &k, err, sizeof(err)),
+			 fb_tsc_usable() ? 0 : EINVAL);
+	assert_int_equal(fb_parse_clock("C", "hpet", &k, err, sizeof(err)),
+			 EINVAL);
+	assert_non_null(strstr(err, "C=\"hpet\""));
+	assert_non_null(strstr(err, "auto, tsc or monotonic"));
+	assert_int_equal(fb_parse_clock("C", NULL, &k, err, sizeof(err)),
+			 EINVAL);
 }
 
 static void test_env_size_parser(void **state)
@@ -199,6 +232,7 @@ int main(void)
 		cmocka_unit_test(test_env_bad_values_give_einval),
 		cmocka_unit_test(test_env_good_values_start),
 		cmocka_unit_test(test_env_size_parser),
+		cmocka_unit_test(test_env_clock_parser),
 		cmocka_unit_test(test_env_config_struct_overrides_environment),
 	};
 

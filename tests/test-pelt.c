@@ -341,22 +341,31 @@ static void make_fiber(struct fb_pelt *f, uint64_t *now, unsigned int periods,
 	drive(f, now, idle * P, 100000, BLOCKED);
 }
 
+/* Fibers @a (weight W0, 40 periods run) and @b (2048, 10 periods) attached
+ * to a worker @w that was idle; returns the time of the attach. */
+static uint64_t two_fibers_on_worker(struct fb_pelt *w, struct fb_pelt *a,
+				     struct fb_pelt *b)
+{
+	uint64_t now, ta = 0, tb = 0;
+
+	make_fiber(a, &ta, 40, 3);
+	make_fiber(b, &tb, 10, 0);
+	now = FB_MAX(ta, tb) + 300 * 1024;
+	fb_pelt_sync_blocked(a, now, W0);
+	fb_pelt_sync_blocked(b, now, 2048);
+	fb_pelt_reset(w, now - 3 * P - 300 * 1024);
+	fb_pelt_update_worker(w, now, 0, 0, false);
+	fb_pelt_attach(w, a, W0);
+	fb_pelt_attach(w, b, 2048);
+	return now;
+}
+
 static void test_pelt_worker_sums_are_fiber_sums(void **state)
 {
 	struct fb_pelt w, a, b;
-	uint64_t now = 0, ta = 0, tb = 0;
 
 	(void)state;
-	make_fiber(&a, &ta, 40, 3);
-	make_fiber(&b, &tb, 10, 0);
-	now = FB_MAX(ta, tb) + 300 * 1024;
-	fb_pelt_sync_blocked(&a, now, W0);
-	fb_pelt_sync_blocked(&b, now, 2048);
-	fb_pelt_reset(&w, now - 3 * P - 300 * 1024);
-	fb_pelt_update_worker(&w, now, 0, 0, false);
-
-	fb_pelt_attach(&w, &a, W0);
-	fb_pelt_attach(&w, &b, 2048);
+	two_fibers_on_worker(&w, &a, &b);
 	assert_int_equal(a.last_update, w.last_update);
 	assert_int_equal(b.period_contrib, w.period_contrib);
 	assert_int_equal(w.load_sum, W0 * a.load_sum + 2048 * b.load_sum);
@@ -378,6 +387,48 @@ static void test_pelt_worker_sums_are_fiber_sums(void **state)
 	assert_true(fb_pelt_is_decayed(&w));
 	assert_int_equal(w.util_avg, 0);
 	assert_int_equal(w.load_avg, 0);
+}
+
+/*
+ * Removal without the worker's lock (the kernel's cfs_rq->removed): what
+ * others queue is folded by the worker's writer at its next update, and
+ * lowers the averages exactly as a detach under the lock would.
+ */
+static void test_pelt_removed_shares_fold_like_detach(void **state)
+{
+	struct fb_pelt w, w2, a, b;
+	struct fb_pelt_removed r = { 0 };
+	uint64_t now;
+
+	(void)state;
+	now = two_fibers_on_worker(&w, &a, &b);
+	w2 = w;
+
+	assert_false(fb_pelt_fold_removed(&w2, &r)); /* nothing queued */
+	fb_pelt_detach(&w, &a, W0);
+	fb_pelt_remove(&r, &a);
+	assert_int_equal(atomic_load(&r.nr), 1);
+	assert_true(fb_pelt_fold_removed(&w2, &r));
+	assert_int_equal(atomic_load(&r.nr), 0);
+	assert_int_equal(w2.load_avg, w.load_avg);
+	assert_int_equal(w2.runnable_avg, w.runnable_avg);
+	assert_int_equal(w2.util_avg, w.util_avg);
+	assert_int_equal(w2.util_avg, b.util_avg);
+	assert_true(w2.util_sum >= (uint64_t)w2.util_avg * FB_PELT_MIN_DIVIDER);
+	assert_true(w2.load_sum >= (uint64_t)w2.load_avg * FB_PELT_MIN_DIVIDER);
+	assert_false(fb_pelt_fold_removed(&w2, &r)); /* emptied */
+
+	/* Two removals before one fold: both go, and the rest decays. */
+	fb_pelt_attach(&w2, &a, W0);
+	fb_pelt_remove(&r, &a);
+	fb_pelt_remove(&r, &b);
+	assert_int_equal(atomic_load(&r.nr), 2);
+	assert_true(fb_pelt_fold_removed(&w2, &r));
+	assert_int_equal(w2.util_avg, 0);
+	assert_int_equal(w2.load_avg, 0);
+	assert_int_equal(w2.runnable_avg, 0);
+	fb_pelt_update_worker(&w2, now + 400 * P, 0, 0, false);
+	assert_true(fb_pelt_is_decayed(&w2));
 }
 
 /*
@@ -549,6 +600,7 @@ int main(void)
 		cmocka_unit_test(test_pelt_clock_going_back_accounts_nothing),
 		cmocka_unit_test(test_pelt_worker_sums_are_fiber_sums),
 		cmocka_unit_test(test_pelt_worker_tracks_attached_fibers),
+		cmocka_unit_test(test_pelt_removed_shares_fold_like_detach),
 		cmocka_unit_test(test_pelt_detach_stops_at_zero),
 		cmocka_unit_test(
 			test_pelt_detach_keeps_sum_consistent_with_avg),

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * fuzz-env.c - the other LIBFIBER_* parsers: fb_parse_long, fb_parse_bool
- * and fb_parse_stats.  The first input byte picks the parser and the
+ * fuzz-env.c - the other LIBFIBER_* parsers: fb_parse_long, fb_parse_bool,
+ * fb_parse_stats and fb_parse_clock.  The first input byte picks the parser and the
  * bounds; the rest is the value.
  */
 #include <errno.h>
@@ -30,13 +30,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	long l = 3;
 	bool b = true;
 	enum fb_stats_mode m = FB_STATS_JSON;
+	enum fb_clock_kind k = FB_CLOCK_AUTO;
 	int rc;
 
 	if (!size)
 		return 0;
 	pick = data[0];
 	v = fuzz_str(data + 1, size - 1, 256);
-	switch (pick % 3) {
+	switch (pick % 4) {
 	case 0: {
 		const long *lim = bounds[(pick / 3) % 4];
 
@@ -56,6 +57,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rc)
 			check_err(rc, err, sizeof(err));
 		else if (b != (v[0] == '1'))
+			abort();
+		break;
+	case 3:
+		rc = fb_parse_clock("LIBFIBER_CLOCK", v, &k, err, sizeof(err));
+		if (rc)
+			check_err(rc, err, sizeof(err));
+		else if (k != FB_CLOCK_AUTO && k != FB_CLOCK_TSC &&
+			 k != FB_CLOCK_MONOTONIC)
 			abort();
 		break;
 	default:
