@@ -475,6 +475,11 @@ enum fb_lb_verdict fb_place_lb_find(struct fb_lb_env *env)
 	}
 	if (!d->parent && env->v->g)
 		fb_store_relaxed(&env->v->g->overloaded, env->overloaded);
+	/* heuristics.md 2(b): SIS_UTIL's depth follows the LLC level's
+	 * periodic balance, the one writer that runs while every worker of
+	 * an overloaded LLC stays busy (idle entry never comes). */
+	fb_place_update_idle_scan(env->v, env->dst, d, env->sum_util,
+				  env->idle == FB_LB_NEWLY_IDLE);
 	env->prefer_sibling = bg && (bg->flags & FB_SD_PREFER_SIBLING);
 	if (!find_imbalance(env, lg, bg))
 		return FB_LB_BALANCED;

@@ -259,6 +259,47 @@ static void test_place_balance_only_first_idle_worker_balances(void **state)
 	sim_close(&s);
 }
 
+/*
+ * H1-2 in the balancer: the periodic balance of the LLC level writes
+ * SIS_UTIL's depth from the utilisation it summed, so that an LLC whose
+ * workers never go idle still gets it; the SMT level and a newly-idle
+ * balance leave it alone.
+ */
+static void test_place_balance_llc_balance_writes_idle_scan(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+	const struct fb_llc_shared *sh;
+
+	(void)state;
+	sim_open(&s, A2, false, 0);
+	sh = s.sv->llc_shared[0];
+	for (int w = 0; w < 4; w++)
+		sim_set(&s, w, 1);
+	assert_int_equal(fb_load_relaxed(&sh->nr_idle_scan), 4);
+	fb_place_lb_init(&e, &s.v, sim_level(&s, 0, "SMT", 0), 0, FB_LB_BUSY, 0,
+			 0);
+	fb_place_lb_find(&e);
+	fb_place_lb_init(&e, &s.v, sim_level(&s, 0, "LLC", 0), 0,
+			 FB_LB_NEWLY_IDLE, 0, 0);
+	fb_place_lb_find(&e);
+	assert_int_equal(fb_load_relaxed(&sh->nr_idle_scan), 4);
+	fb_place_lb_init(&e, &s.v, sim_level(&s, 0, "LLC", 0), 0, FB_LB_BUSY, 0,
+			 0);
+	assert_int_equal(fb_place_lb_find(&e), FB_LB_BALANCED);
+	assert_int_equal(e.sum_util, 4096);
+	assert_int_equal(fb_load_relaxed(&sh->nr_idle_scan), 0);
+	/* Half busy, balanced by idle worker 1: x = 512, t = 512^2 x 117^2 / (10000 x 1024) = 350,
+	 * n = (1024 - 350) x 4 / 1024 = 2. */
+	sim_set(&s, 1, 0);
+	sim_set(&s, 3, 0);
+	fb_place_lb_init(&e, &s.v, sim_level(&s, 1, "LLC", 0), 1, FB_LB_IDLE, 0,
+			 0);
+	assert_int_not_equal(fb_place_lb_find(&e), FB_LB_SKIP);
+	assert_int_equal(fb_load_relaxed(&sh->nr_idle_scan), 2);
+	sim_close(&s);
+}
+
 static void test_place_balance_detach_rules(void **state)
 {
 	cpu_set_t *pin = sim_mask(2, 4, 5, -1);
@@ -438,6 +479,8 @@ int main(void)
 		cmocka_unit_test(test_place_balance_h4_5_numa_allowance),
 		cmocka_unit_test(
 			test_place_balance_only_first_idle_worker_balances),
+		cmocka_unit_test(
+			test_place_balance_llc_balance_writes_idle_scan),
 		cmocka_unit_test(test_place_balance_detach_rules),
 		cmocka_unit_test(
 			test_place_balance_finish_counts_and_intervals),
