@@ -22,6 +22,24 @@
  *
  *	seconds          = (latest receiver end - earliest start) / 1e9
  *	messages_per_sec = messages / seconds
+ *
+ * --spinners N overloads the fiber mode's LLC the way heuristics.md
+ * section 2 (seed 000) is about: fiber i < N is pinned to worker i and
+ * holds it for the whole run, so those workers are never idle and their
+ * utilisation is 1024.  A spinner sleeps in usleep() between yields: the
+ * scheduler sees a fiber running all the time, but it costs no host CPU,
+ * which on a machine with fewer CPUs than workers would otherwise be taken
+ * from the members.  The groups start SPIN_WARMUP_MS after the spinners,
+ * when PELT has saturated.  With --spin-senders as well, senders may run
+ * only on the spinners' workers and receivers only on the others: every
+ * wakeup of a sender then finds all the workers it may use busy, while
+ * the receivers' workers idle between messages and keep setting the
+ * has_idle_cores hint (the arrangement of the H1 test in
+ * tests/test-wake-runtime.c).  The fiber mode also reports what its wake
+ * placements cost (the runtime's counters over the run):
+ *
+ *	probes_per_wakeup  = wake_probes / wake_placements
+ *	core_scans_per_wakeup = scan_idle_cores / wake_placements
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
@@ -53,6 +71,12 @@
 #define WORKERS_MAX 4096UL
 /* Bytes a fiber pipe buffers: 64 KiB, the default size of an OS pipe. */
 #define FPIPE_CAPACITY 65536
+/* A spinner's usleep() between two yields: picked, short next to a 1 ms
+ * tick and long enough that 48 of them cost little host CPU. */
+#define SPIN_SLICE_US 500
+/* PELT's utilisation is 1024 x (1 - 2^(-t / 32 ms)): 1023 at 320 ms; the
+ * margin covers ticks sampled every 64 scheduling points. */
+#define SPIN_WARMUP_MS 500
 
 struct options {
 	unsigned long groups;
@@ -60,6 +84,8 @@ struct options {
 	unsigned long loops;
 	unsigned long datasize;
 	unsigned int workers;
+	unsigned int spinners;
+	bool spin_senders;
 	bool fibers;
 	bool threads;
 	bool json;
@@ -105,6 +131,8 @@ struct result {
 	unsigned long long sent;
 	unsigned long long received;
 	uint64_t elapsed_ns;
+	/* fiber mode: counter deltas over the run */
+	long long placements, probes, core_scans;
 };
 
 const char bench_name[] = PROG;
@@ -303,13 +331,97 @@ static void run_check(const struct options *o, const struct run *run,
 
 /* Fiber mode. */
 
+struct spinners {
+	fiber_t *f;
+	unsigned int nr;
+	int stop; /* atomic */
+};
+
+static void *spinner(void *arg)
+{
+	const int *stop = arg;
+
+	while (!__atomic_load_n(stop, __ATOMIC_RELAXED)) {
+		usleep(SPIN_SLICE_US);
+		fiber_yield();
+	}
+	return NULL;
+}
+
+/* spinners_start - one spinner pinned to each of workers 0..nr-1, then
+ * wait until their utilisation has saturated. */
+static void spinners_start(struct spinners *sp, unsigned int nr)
+{
+	fiber_attr_t a;
+	cpu_set_t set;
+	unsigned int i;
+	int err;
+
+	*sp = (struct spinners){ .nr = nr };
+	if (!nr)
+		return;
+	sp->f = calloc(nr, sizeof(*sp->f));
+	if (!sp->f)
+		bench_die("out of memory for %u spinners", nr);
+	for (i = 0; i < nr; i++) {
+		fiber_attr_init(&a);
+		CPU_ZERO(&set);
+		CPU_SET(i, &set);
+		fiber_attr_setaffinity(&a, sizeof(set), &set);
+		err = fiber_create(&sp->f[i], &a, spinner, &sp->stop);
+		if (err)
+			bench_die("fiber_create (spinner %u): %s", i,
+				  strerror(err));
+	}
+	usleep(SPIN_WARMUP_MS * 1000);
+}
+
+static void spinners_stop(struct spinners *sp)
+{
+	__atomic_store_n(&sp->stop, 1, __ATOMIC_RELAXED);
+	for (unsigned int i = 0; i < sp->nr; i++)
+		fiber_join(sp->f[i], NULL);
+	free(sp->f);
+}
+
+static void counters_read(long long c[3])
+{
+	c[0] = fiber_stats_counter("wake_placements");
+	c[1] = fiber_stats_counter("wake_probes");
+	c[2] = fiber_stats_counter("scan_idle_cores");
+}
+
+/* member_attr - where member @i of @nr may run: anywhere, or with
+ * --spin-senders senders on the spinners' workers, receivers elsewhere. */
+static void member_attr(const struct options *o, unsigned long i,
+			unsigned long nr, fiber_attr_t *a)
+{
+	bool sender = i >= nr / 2;
+	cpu_set_t set;
+	unsigned int w;
+
+	fiber_attr_init(a);
+	if (!o->spin_senders)
+		return;
+	CPU_ZERO(&set);
+	for (w = 0; w < o->workers; w++)
+		if ((w < o->spinners) == sender)
+			CPU_SET(w, &set);
+	fiber_attr_setaffinity(a, sizeof(set), &set);
+}
+
 static void run_fibers(const struct options *o, struct result *r)
 {
 	struct run run = { 0 };
+	struct spinners sp;
+	long long c0[3], c1[3];
+	fiber_attr_t a;
 	unsigned long i;
 	fiber_t *f;
 	int err;
 
+	spinners_start(&sp, o->spinners);
+	counters_read(c0);
 	run_setup(o, &run, &fiber_transport);
 	f = calloc(run.nr, sizeof(*f));
 	if (!f)
@@ -321,7 +433,8 @@ static void run_fibers(const struct options *o, struct result *r)
 	}
 	fiber_barrier_init(&fiber_gate, run.nr);
 	for (i = 0; i < run.nr; i++) {
-		err = fiber_create(&f[i], NULL,
+		member_attr(o, i, run.nr, &a);
+		err = fiber_create(&f[i], &a,
 				   i < run.nr / 2 ? receiver : sender,
 				   &run.member[i]);
 		if (err)
@@ -332,7 +445,12 @@ static void run_fibers(const struct options *o, struct result *r)
 		if (err)
 			bench_die("fiber_join: %s", strerror(err));
 	}
+	counters_read(c1);
+	spinners_stop(&sp);
 	run_check(o, &run, "fiber", r);
+	r->placements = c1[0] - c0[0];
+	r->probes = c1[1] - c0[1];
+	r->core_scans = c1[2] - c0[2];
 	for (i = 0; i < run.nr / 2; i++)
 		fiber_pipe_destroy(run.fpipe[i]);
 	fiber_barrier_destroy(&fiber_gate);
@@ -395,11 +513,18 @@ static double messages_per_sec(const struct result *r)
 	return r->received / seconds(r);
 }
 
+static double per_wakeup(const struct result *r, long long n)
+{
+	return r->placements ? (double)n / (double)r->placements : 0.0;
+}
+
 static void print_json(const struct options *o, const struct result *r,
 		       const char *features)
 {
 	bench_json_open("hackbench", r->mode);
 	bench_json_uint("workers", o->workers);
+	bench_json_uint("spinners", o->spinners);
+	bench_json_uint("spin_senders", o->spin_senders);
 	bench_json_uint("groups", o->groups);
 	bench_json_uint("fds", o->fds);
 	bench_json_uint("loops", o->loops);
@@ -409,6 +534,12 @@ static void print_json(const struct options *o, const struct result *r,
 	bench_json_uint("messages_received", r->received);
 	bench_json_double("seconds", seconds(r));
 	bench_json_double("messages_per_sec", messages_per_sec(r));
+	if (!strcmp(r->mode, "fiber")) {
+		bench_json_double("probes_per_wakeup",
+				  per_wakeup(r, r->probes));
+		bench_json_double("core_scans_per_wakeup",
+				  per_wakeup(r, r->core_scans));
+	}
 	bench_json_close(features);
 }
 
@@ -426,6 +557,13 @@ static void print_table(const struct options *o, const struct result *res,
 		printf("%-8s %7u %12llu %10.3f %14.0f\n", res[i].mode,
 		       o->workers, res[i].received, seconds(&res[i]),
 		       messages_per_sec(&res[i]));
+	for (i = 0; i < nr; i++)
+		if (!strcmp(res[i].mode, "fiber"))
+			printf("fiber wakeups: %lld placed; per wakeup %.2f "
+			       "probes, %.3f idle-core scans\n",
+			       res[i].placements,
+			       per_wakeup(&res[i], res[i].probes),
+			       per_wakeup(&res[i], res[i].core_scans));
 	if (nr == 2)
 		printf("ratio threads/fiber (seconds): %.2f\n",
 		       seconds(&res[1]) / seconds(&res[0]));
@@ -446,6 +584,13 @@ static const char usage_text[] =
 	"  --datasize D     bytes per message, at most 4096 (default 100)\n"
 	"  --workers N      fiber workers (default: the CPUs the process\n"
 	"                   may use); threads are not pinned\n"
+	"  --spinners N     fiber mode: N background fibers, one pinned to\n"
+	"                   each of workers 0..N-1, keep those workers busy\n"
+	"                   (they sleep in usleep() between yields, so they\n"
+	"                   cost no host CPU); the groups start 0.5 s later\n"
+	"                   (default 0)\n"
+	"  --spin-senders   with --spinners N: senders run only on workers\n"
+	"                   0..N-1, receivers only on the others\n"
 	"  --fibers         run the fiber mode only\n"
 	"  --threads        run the threads baseline only\n"
 	"  --features STR   fiber_sched_features_set(STR) after fiber_init\n"
@@ -458,7 +603,10 @@ static const char usage_text[] =
 	"  seconds          = elapsed_ns / 1e9\n"
 	"  messages_per_sec = messages / seconds\n"
 	"Without --fibers or --threads both run, and a last line gives the\n"
-	"ratio of their seconds (threads / fiber).\n";
+	"ratio of their seconds (threads / fiber).  The fiber mode also\n"
+	"reports the runtime's wake-placement counters over the run:\n"
+	"  probes_per_wakeup     = wake_probes / wake_placements\n"
+	"  core_scans_per_wakeup = scan_idle_cores / wake_placements\n";
 
 enum {
 	OPT_GROUPS = 256,
@@ -466,6 +614,8 @@ enum {
 	OPT_LOOPS,
 	OPT_DATASIZE,
 	OPT_WORKERS,
+	OPT_SPINNERS,
+	OPT_SPIN_SENDERS,
 	OPT_FIBERS,
 	OPT_THREADS,
 	OPT_FEATURES,
@@ -479,6 +629,8 @@ static const struct option long_opts[] = {
 	{ "loops", required_argument, NULL, OPT_LOOPS },
 	{ "datasize", required_argument, NULL, OPT_DATASIZE },
 	{ "workers", required_argument, NULL, OPT_WORKERS },
+	{ "spinners", required_argument, NULL, OPT_SPINNERS },
+	{ "spin-senders", no_argument, NULL, OPT_SPIN_SENDERS },
 	{ "fibers", no_argument, NULL, OPT_FIBERS },
 	{ "threads", no_argument, NULL, OPT_THREADS },
 	{ "features", required_argument, NULL, OPT_FEATURES },
@@ -505,6 +657,12 @@ static void parse_one(struct options *o, int c, const char *arg)
 		break;
 	case OPT_WORKERS:
 		o->workers = bench_parse_count("--workers", arg, WORKERS_MAX);
+		break;
+	case OPT_SPINNERS:
+		o->spinners = bench_parse_count("--spinners", arg, WORKERS_MAX);
+		break;
+	case OPT_SPIN_SENDERS:
+		o->spin_senders = true;
 		break;
 	case OPT_FIBERS:
 		o->fibers = true;
@@ -553,6 +711,17 @@ static void parse_args(int argc, char **argv, struct options *o)
 	}
 	if (!o->fibers && !o->threads)
 		o->fibers = o->threads = true;
+	if (o->spinners > o->workers) {
+		fprintf(stderr,
+			PROG ": --spinners %u: at most --workers (%u)\n",
+			o->spinners, o->workers);
+		exit(2);
+	}
+	if (o->spin_senders && (!o->spinners || o->spinners == o->workers)) {
+		fprintf(stderr, PROG ": --spin-senders needs --spinners "
+				     "between 1 and --workers - 1\n");
+		exit(2);
+	}
 }
 
 int main(int argc, char **argv)

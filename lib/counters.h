@@ -45,6 +45,8 @@ FB_COUNTER(wake_probes, "workers probed by LLC scans (sum)")
 FB_COUNTER(
 	wake_placements,
 	"wake placements decided (divide wake_probes by it); a one-worker runtime decides none")
+FB_COUNTER(scan_idle_cores,
+	   "LLC scans for an idle core (has_idle_cores set), run or skipped")
 FB_COUNTER(scan_cut_sis_util, "LLC scans skipped or cut short by SIS_UTIL")
 FB_COUNTER(scan_cut_core_limit, "idle-core scans cut short by SIS_CORE_LIMIT")
 FB_COUNTER(timers_fired,

@@ -464,6 +464,7 @@ static int select_idle_sibling(const struct fb_place_view *v,
 	if (v->topo && v->topo->has_smt) {
 		s.core = fb_load_relaxed(
 			&v->topo->llc_shared[target]->has_idle_cores);
+		res->core_scan = s.core;
 		if (!s.core && same_llc(v, prev, target)) {
 			i = idle_smt_sibling(v, pf, prev);
 			if (i >= 0) {

@@ -201,6 +201,8 @@ struct fb_wake_result {
 				worker */
 	int probes;	     /* workers whose idle state the LLC scan read
 				(step 6 only) */
+	bool core_scan;	     /* the scan looked for idle cores (the LLC's
+				has_idle_cores hint was set), run or not */
 	bool cut_util;	     /* SIS_UTIL skipped or stopped the scan */
 	bool cut_core_limit; /* SIS_CORE_LIMIT stopped the idle-core scan */
 };

@@ -358,6 +358,8 @@ static void count_wake(struct fb_worker *this, const struct fb_wake_result *r)
 			for (int i = 0; i < r->probes; i++)
 				FB_COUNT(this, wake_probes);
 	}
+	if (r->core_scan)
+		FB_COUNT(this, scan_idle_cores);
 	if (r->cut_util)
 		FB_COUNT(this, scan_cut_sis_util);
 	if (r->cut_core_limit)

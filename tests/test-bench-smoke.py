@@ -98,6 +98,19 @@ def hackbench_messages_add_up():
 
 
 @test
+def hackbench_spinners_report_wake_costs():
+    recs = records(bench("hackbench", "--groups", "1", "--fds", "2",
+                         "--loops", "20", "--workers", "4", "--spinners",
+                         "2", "--spin-senders", "--fibers", "--json"))
+    assert [r["mode"] for r in recs] == ["fiber"], recs
+    p, m = recs[0]["params"], recs[0]["metrics"]
+    assert p["spinners"] == 2 and p["spin_senders"] == 1, p
+    assert m["messages_sent"] == m["messages_received"] == 2 * 2 * 20
+    assert m["probes_per_wakeup"] >= 0 and m["core_scans_per_wakeup"] >= 0
+    bench("hackbench", "--workers", "2", "--spin-senders", expect_rc=2)
+
+
+@test
 def schbench_counts_and_percentiles():
     recs = records(bench("schbench", "--messages", "2",
                          "--workers-per-message", "2", "--runtime", "1",

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -150,6 +152,305 @@ static void test_wake_runtime_futex_only_for_sleepers(void **state)
 	assert_true(sleeping.futex > 0);
 }
 
+/* ---- H1 (seed 000): the idle-core scan of an overloaded LLC ------------ */
+
+/*
+ * The arrangement.  One 48-worker LLC (24 cores x 2 PUs).  A hog fiber is
+ * pinned to each worker of cores 0-21 (workers 0-43) and never blocks: it
+ * holds its worker in usleep() slices with a yield between them, so the
+ * scheduler sees a fiber running all the time (utilisation 1024) at almost
+ * no cost to a 2-CPU host.  The LLC's mean utilisation is then at least
+ * 44 x 1024 / 48 = 938 > 875 and SIS_UTIL's depth is 0: overloaded.
+ * Cores 22 and 23 (workers 44-47) have no hog.
+ *
+ * SIS_PAIRS ping-pong pairs over fiber pipes make the wakeups.  Side b of
+ * pair i is pinned to worker 44 + 2i: each time it blocks, its worker goes
+ * idle next to an idle sibling and sets has_idle_cores (the seed's rapidly
+ * idling core).  Side a may run on workers 0-43 only, which are all busy,
+ * as every worker of a truly overloaded LLC is: its wakeups find the
+ * target, previous and recent workers busy and reach select_idle_cpu with
+ * the hint set but no idle core where it may run (a stale hint, from its
+ * point of view).  Each such scan therefore inspects
+ *	SIS_CORE_LIMIT:                  2 cores (4 workers), then clears it;
+ *	SIS_CORE_FULL,NO_SIS_CORE_LIMIT: all 22 cores (44 workers), clears it;
+ *	neither (mainline):              nothing, and the hint stays set;
+ * and side b's next block sets the hint again.  Side a cannot follow a
+ * scan onto cores 22-23, which keeps the arrangement stationary.
+ *
+ * Warm-up: the hogs' PELT is sampled at ticks, every FB_TICK_SWITCHES (64)
+ * scheduling points of a busy worker, so the test waits SIS_WARM_MS and
+ * then two tick periods of every hog, then lets SIS_UTIL's depth be
+ * refreshed (idle entry of workers 44 and 46 every 48 ms, and the LLC
+ * level's periodic balance).  Nothing is timed: the counters say what the
+ * scans did.
+ */
+#define SIS_TOPOLOGY "pack:1 l3:1 core:24 pu:2"
+#define SIS_WORKERS 48
+#define SIS_HOGS 44		/* workers 0-43: cores 0-21 */
+#define SIS_HOG_SLICE_US 500	/* a hog's usleep() between two yields */
+#define SIS_PAIRS 2		/* side b on workers 44 and 46 */
+#define SIS_WARM_MS 400		/* hog util 1024 x (1 - 2^(-400/32)) */
+#define SIS_TICK_SLICES 130	/* > 2 x FB_TICK_SWITCHES */
+#define SIS_SETTLE_MS 150	/* > 2 x 48 ms depth refreshes */
+#define SIS_ROUNDS 250		/* measured round trips per pair */
+#define SIS_STUCK_MS 60000	/* the hogs cannot get going: fail */
+#define SIS_CORE_LIMIT_PROBES 4 /* SIS_CORE_LIMIT_NR (2) cores x 2 PUs */
+
+struct sis_pair {
+	struct pair p;
+	long rounds; /* round trips; 0: until sis.stop_warm */
+};
+
+/* Static, so that the teardown of a failed run can stop the fibers. */
+static struct {
+	long slices[SIS_HOGS]; /* atomic; hog w's own count */
+	fiber_t hog[SIS_HOGS];
+	struct sis_pair pair[SIS_PAIRS];
+	int stop_hogs, stop_warm; /* atomic */
+} sis;
+
+struct sis_counts {
+	long long probes, placements, core_scans, cut_limit, cut_util;
+	bool sis_util; /* SIS_UTIL was on */
+};
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static void *sis_hog(void *arg)
+{
+	long *slices = arg;
+
+	while (!__atomic_load_n(&sis.stop_hogs, __ATOMIC_RELAXED)) {
+		usleep(SIS_HOG_SLICE_US);
+		fiber_yield();
+		__atomic_fetch_add(slices, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static bool sis_more(const struct sis_pair *sp, int i)
+{
+	if (sp->rounds)
+		return i < sp->rounds;
+	return !__atomic_load_n(&sis.stop_warm, __ATOMIC_RELAXED);
+}
+
+static void *sis_side_a(void *arg)
+{
+	struct sis_pair *sp = arg;
+	long bad = 0;
+	int end = -1;
+	size_t d;
+
+	for (int i = 0; sis_more(sp, i); i++) {
+		int back = -1;
+
+		fiber_pipe_write(sp->p.ab, &i, sizeof(i), &d);
+		fiber_pipe_read(sp->p.ba, &back, sizeof(back), &d);
+		bad += back != i;
+	}
+	fiber_pipe_write(sp->p.ab, &end, sizeof(end), &d);
+	return (void *)bad;
+}
+
+static void *sis_side_b(void *arg)
+{
+	struct sis_pair *sp = arg;
+	size_t d;
+
+	for (;;) {
+		int v = -1;
+
+		fiber_pipe_read(sp->p.ab, &v, sizeof(v), &d);
+		if (v < 0)
+			return NULL;
+		fiber_pipe_write(sp->p.ba, &v, sizeof(v), &d);
+	}
+}
+
+static void attr_on(fiber_attr_t *a, int first, int last)
+{
+	cpu_set_t s;
+
+	fiber_attr_init(a);
+	fiber_attr_setstacksize(a, TEST_STACK);
+	CPU_ZERO(&s);
+	for (int w = first; w <= last; w++)
+		CPU_SET(w, &s);
+	fiber_attr_setaffinity(a, sizeof(s), &s);
+}
+
+/* sis_pairs_start - SIS_PAIRS pairs: side a on the hogs' workers, side b
+ * of pair i on worker 44 + 2i. */
+static void sis_pairs_start(fiber_t (*f)[2], long rounds)
+{
+	struct sis_pair *sp = sis.pair;
+	fiber_attr_t a, b;
+
+	attr_on(&a, 0, SIS_HOGS - 1);
+	for (int i = 0; i < SIS_PAIRS; i++) {
+		sp[i].rounds = rounds;
+		attr_on(&b, SIS_HOGS + 2 * i, SIS_HOGS + 2 * i);
+		assert_int_equal(fiber_create(&f[i][1], &b, sis_side_b, &sp[i]),
+				 0);
+		assert_int_equal(fiber_create(&f[i][0], &a, sis_side_a, &sp[i]),
+				 0);
+	}
+}
+
+static void sis_pairs_join(fiber_t (*f)[2])
+{
+	void *r;
+
+	for (int i = 0; i < SIS_PAIRS; i++) {
+		assert_int_equal(fiber_join(f[i][0], &r), 0);
+		assert_null(r);
+		assert_int_equal(fiber_join(f[i][1], NULL), 0);
+	}
+}
+
+/* sis_warm - until every hog has been sampled busy for SIS_WARM_MS and the
+ * depth refreshed since; warm-up pairs keep workers 44 and 46 idling. */
+static void sis_warm(void)
+{
+	long mark[SIS_HOGS], n;
+	fiber_t f[SIS_PAIRS][2];
+	int waited = 0;
+
+	sis_pairs_start(f, 0);
+	sleep_ms(SIS_WARM_MS);
+	for (int w = 0; w < SIS_HOGS; w++)
+		mark[w] = __atomic_load_n(&sis.slices[w], __ATOMIC_RELAXED);
+	for (int w = 0; w < SIS_HOGS; w++) {
+		while ((n = __atomic_load_n(&sis.slices[w], __ATOMIC_RELAXED)) <
+		       mark[w] + SIS_TICK_SLICES) {
+			if (waited > SIS_STUCK_MS)
+				fail_msg("hog %d: %ld slices", w, n);
+			sleep_ms(10);
+			waited += 10;
+		}
+	}
+	sleep_ms(SIS_SETTLE_MS);
+	__atomic_store_n(&sis.stop_warm, 1, __ATOMIC_RELAXED);
+	sis_pairs_join(f);
+}
+
+/* sis_teardown - stop what a failed run left going, then the runtime. */
+static int sis_teardown(void **state)
+{
+	__atomic_store_n(&sis.stop_warm, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&sis.stop_hogs, 1, __ATOMIC_RELAXED);
+	return stop_if_running(state);
+}
+
+/*
+ * sis_run - the arrangement above with the features of the environment
+ * (LIBFIBER_SCHED_FEATURES) changed by @core_features; the counters of
+ * SIS_ROUNDS round trips per pair after the warm-up.
+ */
+static void sis_run(const char *core_features, struct sis_counts *c)
+{
+	struct fiber_config cfg = { 0 };
+	struct sis_pair *sp = sis.pair;
+	fiber_t f[SIS_PAIRS][2];
+	fiber_attr_t a;
+
+	cfg.workers = SIS_WORKERS;
+	cfg.topology = SIS_TOPOLOGY;
+	assert_int_equal(fiber_init(&cfg), 0);
+	assert_int_equal(fiber_nr_workers(), SIS_WORKERS);
+	assert_int_equal(fiber_sched_features_set(core_features), 0);
+	memset(&sis, 0, sizeof(sis));
+	for (int i = 0; i < SIS_PAIRS; i++) {
+		assert_int_equal(fiber_pipe_create(&sp[i].p.ab, 0), 0);
+		assert_int_equal(fiber_pipe_create(&sp[i].p.ba, 0), 0);
+	}
+	for (int w = 0; w < SIS_HOGS; w++) {
+		attr_on(&a, w, w);
+		assert_int_equal(fiber_create(&sis.hog[w], &a, sis_hog,
+					      &sis.slices[w]),
+				 0);
+	}
+	sis_warm();
+	fiber_stats_reset();
+	sis_pairs_start(f, SIS_ROUNDS);
+	sis_pairs_join(f);
+	c->probes = fiber_stats_counter("wake_probes");
+	c->placements = fiber_stats_counter("wake_placements");
+	c->core_scans = fiber_stats_counter("scan_idle_cores");
+	c->cut_limit = fiber_stats_counter("scan_cut_core_limit");
+	c->cut_util = fiber_stats_counter("scan_cut_sis_util");
+	c->sis_util = fiber_sched_feature_get("SIS_UTIL") == 1;
+	__atomic_store_n(&sis.stop_hogs, 1, __ATOMIC_RELAXED);
+	for (int w = 0; w < SIS_HOGS; w++)
+		assert_int_equal(fiber_join(sis.hog[w], NULL), 0);
+	for (int i = 0; i < SIS_PAIRS; i++) {
+		fiber_pipe_destroy(sp[i].p.ab);
+		fiber_pipe_destroy(sp[i].p.ba);
+	}
+	assert_int_equal(fiber_shutdown(), 0);
+	print_message(
+		"# %-34s probes/wakeup %6.2f probes/core scan %6.2f "
+		"(%lld probes, %lld wakeups, %lld core scans, "
+		"%lld cut by limit, %lld cut by util)\n",
+		core_features, (double)c->probes / (double)c->placements,
+		c->core_scans ? (double)c->probes / (double)c->core_scans : 0.0,
+		c->probes, c->placements, c->core_scans, c->cut_limit,
+		c->cut_util);
+}
+
+/*
+ * H1 (seed 000) in the runtime: under overload with a set hint, a wakeup
+ * probes at most SIS_CORE_LIMIT_NR cores with SIS_CORE_LIMIT, more without
+ * the limit (SIS_CORE_FULL), none in mainline.  Without SIS_UTIL (all
+ * features off) neither flag applies and every configuration scans the
+ * whole span: that is asserted instead.
+ */
+static void test_wake_runtime_overloaded_llc_bounds_idle_core_scan(void **state)
+{
+	struct sis_counts lim, full, mline;
+	double lim_avg, full_avg;
+
+	(void)state;
+	sis_run("SIS_CORE_LIMIT NO_SIS_CORE_FULL", &lim);
+	sis_run("SIS_CORE_FULL NO_SIS_CORE_LIMIT", &full);
+	sis_run("NO_SIS_CORE_LIMIT NO_SIS_CORE_FULL", &mline);
+	/* Not vacuous: the hint was set at wakeups that needed a scan. */
+	assert_true(lim.core_scans >= SIS_ROUNDS / 10);
+	assert_true(full.core_scans >= SIS_ROUNDS / 10);
+	assert_true(mline.core_scans >= SIS_ROUNDS / 10);
+	lim_avg = (double)lim.probes / (double)lim.placements;
+	full_avg = (double)full.probes / (double)full.placements;
+	if (!lim.sis_util) {
+		/* Mainline without SIS_UTIL: unbounded scans everywhere. */
+		assert_int_equal(lim.cut_limit, 0);
+		assert_true(lim.probes >
+			    SIS_CORE_LIMIT_PROBES * lim.core_scans);
+		assert_true(full.probes >
+			    SIS_CORE_LIMIT_PROBES * full.core_scans);
+		assert_true(mline.probes >
+			    SIS_CORE_LIMIT_PROBES * mline.core_scans);
+		return;
+	}
+	/* SIS_CORE_LIMIT: at most 2 cores per scan, and the limit acted. */
+	assert_true(lim.cut_limit > 0);
+	assert_true(lim.probes <= SIS_CORE_LIMIT_PROBES * lim.core_scans);
+	assert_true(lim_avg <= SIS_CORE_LIMIT_PROBES);
+	/* SIS_CORE_FULL: the whole span per scan, larger per wakeup. */
+	assert_int_equal(full.cut_limit, 0);
+	assert_true(full.probes > SIS_CORE_LIMIT_PROBES * full.core_scans);
+	assert_true(full_avg > lim_avg);
+	/* Mainline: an overloaded LLC is not scanned, hint or not. */
+	assert_int_equal(mline.probes, 0);
+	assert_true(mline.cut_util >= mline.core_scans);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -162,6 +463,9 @@ int main(void)
 		cmocka_unit_test_teardown(
 			test_wake_runtime_futex_only_for_sleepers,
 			stop_if_running),
+		cmocka_unit_test_teardown(
+			test_wake_runtime_overloaded_llc_bounds_idle_core_scan,
+			sis_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
