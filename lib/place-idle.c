@@ -233,7 +233,7 @@ void fb_place_newidle(const struct fb_place_view *v, int w, uint64_t now_ns,
 	*res = (struct fb_newidle_result){ 0 };
 	if (fb_load_relaxed(&pw->ttwu_pending))
 		return;
-	pw->idle_stamp = now_ns;
+	fb_store_relaxed(&pw->idle_stamp, now_ns);
 	/* Before the gate only without BLOCKED_LOAD_RATELIMIT (6(b)). */
 	if (!fb_feat(BLOCKED_LOAD_RATELIMIT)) {
 		decay_own(v, w, now_ns, now_tick, ops);
@@ -263,7 +263,7 @@ out:
 	if (pw->next_balance > next)
 		pw->next_balance = next;
 	if (res->pulled)
-		pw->idle_stamp = 0;
+		fb_store_relaxed(&pw->idle_stamp, 0);
 	else
 		res->idle_entry = fb_place_idle_entry_stats(v, w, now_ns);
 }

@@ -39,22 +39,33 @@ enum {
 	FB_WS_NEED_RESCHED = 4,
 };
 
-/* Per-worker fields others read or write; each group on its own line. */
+struct fb_fiber; /* sched.h */
+
+/*
+ * Per-worker fields others read or write.  The first line is the worker's
+ * doorbell: what a waker reads and writes to hand it a fiber (state,
+ * ttwu_pending, the wakelist head, nr_running) and what placement reads
+ * to call it idle.  A remote wakeup and the idle worker's reaction then
+ * move this one line between the two caches instead of four.
+ */
 struct fb_pworker {
-	atomic_uint state fb_cacheline_aligned;	       /* FB_WS_*; see above */
-	atomic_uint ttwu_pending fb_cacheline_aligned; /* wakelist handoff in
-				flight; set by wakers, cleared by owner */
-	atomic_int nr_running fb_cacheline_aligned;    /* runnable fibers on the
-				worker, the running one included; rq lock
-				for writes, relaxed reads for placement */
+	atomic_uint state fb_cacheline_aligned; /* FB_WS_*; see above */
+	atomic_uint ttwu_pending; /* wakelist handoff in flight; set by
+				     wakers, cleared by owner */
+	atomic_int nr_running;	  /* runnable fibers on the worker, the
+				     running one included; rq lock for
+				     writes, relaxed reads for placement */
 	int id;
+	struct fb_fiber *_Atomic wakelist; /* MPSC stack of the scheduler
+				   (sched-core.c); wakers push (CAS), the
+				   owner takes all (xchg) */
 	_Atomic uint64_t idle_stamp; /* ns when it went idle, 0 when busy;
 				   owner writes, placement reads others' */
 
 	/* Load tracking (heuristics.md 1.3): sums of the fibers attached to
-	 * the worker, blocked ones included.  Written under the rq lock (or by
-	 * a balancer holding it); read without locks by placement. */
-	struct fb_pelt avg;
+	 * the worker, blocked ones included.  Written by the owner while it
+	 * is busy, else under the rq lock; read without locks by placement. */
+	struct fb_pelt avg fb_cacheline_aligned;
 	unsigned long runnable_weight;	/* sum of runnable fibers' weights */
 	uint64_t avg_idle;		/* ns; 1.3, initial 1 ms */
 	uint64_t max_idle_balance_cost; /* ns; initial 500 us */

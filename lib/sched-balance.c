@@ -41,14 +41,15 @@
  * updates them at, with one clock read per switch (sched.h):
  * - a switch: the worker's interval (nr_running runnable, one running),
  *   the leaving fiber's (running) and the arriving one's (queued after a
- *   yield or a remote wake, blocked otherwise);
- * - a remote wake (sched-core.c deliver): the wakee's blocked interval
- *   ends and it counts as queued from then on.  A wakee on the waker's own
- *   worker is not stamped: its wait until the switch counts as blocked,
- *   which spares the same-worker ping-pong a second clock read;
+ *   yield or a balancing pull, blocked otherwise);
  * - a fiber's exit: its share leaves the worker's sums;
  * - ticks (a fiber that yields with nothing else to run never switches)
  *   and idle entry and exit.
+ * A wakeup does not stamp the wakee: its wait for its first switch counts
+ * in its own averages as blocked time (the worker's sums count it as
+ * runnable through nr_running).  Stamping it would cost the same-worker
+ * ping-pong a second clock read per switch, and a remote waker the two
+ * cache lines of the wakee's averages, which its worker just wrote.
  * A busy worker owns its averages (pw.avg_busy): it updates them without a
  * lock, and nobody else writes them.  An idle one's are written under its
  * rq lock, by itself or by a balancer refreshing a sleeper's blocked load;
@@ -67,11 +68,10 @@
  * runnable_weight is nr_running x 1024 at each update (every fiber has
  * weight 1024).  last_ran_ns (the cache-hot test) is the clock at the
  * fiber's last switch-out.
-
+ *
  * Alternatives rejected: sampling PELT at ticks only (what this file did
  * first: cheaper, but a fiber's average then depended on who happened to
- * run at the sample); reading the clock at every wakeup too (a second read
- * per same-worker round trip for the few ns a runnext wakee waits);
+ * run at the sample); stamping wakees at the wakeup (see above);
  * locking both run queues in id order (longer hold times for the same
  * result, since nothing else moves a detached fiber).
  */
@@ -458,12 +458,12 @@ void fb_sched_balance_idle_exit(struct fb_worker *w)
 		sample(w, now, true);
 		return;
 	}
-	stamp = w->pw.idle_stamp;
+	stamp = fb_load_relaxed(&w->pw.idle_stamp);
 	if (stamp && now > stamp)
 		w->pw.avg_idle =
 			fb_pelt_avg_idle_update(w->pw.avg_idle, now - stamp,
 						w->pw.max_idle_balance_cost);
-	w->pw.idle_stamp = 0;
+	fb_store_relaxed(&w->pw.idle_stamp, 0);
 	fb_spin_lock(&w->rq_lock);
 	sample(w, now, false);
 	fb_store_relaxed(&w->pw.avg_busy, true); /* ours again, lock-free */

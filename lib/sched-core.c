@@ -176,8 +176,8 @@ void fb_sched_wake_worker(struct fb_worker *t, struct fb_worker *this)
 
 /*
  * kick_idle - a worker has a backlog (@t has several runnable fibers) and
- * some worker is idle: wake one idle worker so that it steals.  A simple
- * stand-in for the balancer of the load-balancing issue.
+ * some worker sleeps: wake an idle one so that it steals (a polling one
+ * would find the backlog by itself, but it is nearer, so it goes first).
  */
 static fb_noinline void kick_idle(struct fb_worker *t, struct fb_worker *this)
 {
@@ -204,12 +204,12 @@ static fb_noinline void kick_idle(struct fb_worker *t, struct fb_worker *this)
 static void push(struct fb_fiber *f, struct fb_worker *t,
 		 struct fb_worker *this)
 {
-	struct fb_fiber *old = fb_load_relaxed(&t->wakelist);
+	struct fb_fiber *old = fb_load_relaxed(&t->pw.wakelist);
 
 	fb_store_seqcst(&t->pw.ttwu_pending, 1);
 	do {
 		fb_store_relaxed(&f->wl_next, old);
-	} while (!fb_cas_seqcst(&t->wakelist, &old, f));
+	} while (!fb_cas_seqcst(&t->pw.wakelist, &old, f));
 	FB_COUNT(this, wakelist_pushes);
 	if (!old)
 		fb_sched_wake_worker(t, this);
@@ -223,7 +223,7 @@ static void push(struct fb_fiber *f, struct fb_worker *t,
  */
 fb_noinline void fb_sched_drain_wakelist(struct fb_worker *w)
 {
-	struct fb_fiber *f = fb_xchg_seqcst(&w->wakelist, NULL), *rev = NULL;
+	struct fb_fiber *f = fb_xchg_seqcst(&w->pw.wakelist, NULL), *rev = NULL;
 	int n = 0;
 
 	if (!f)
@@ -280,7 +280,7 @@ static void enqueue(struct fb_fiber *f, struct fb_worker *t,
 		FB_COUNT(this, direct_enqueues);
 		fb_sched_wake_worker(t, this);
 	}
-	if (fb_unlikely(nr >= 3) && fb_load_relaxed(&fb_rt->nr_idle) > 0)
+	if (fb_unlikely(nr >= 3) && fb_load_relaxed(&fb_rt->nr_sleepers) > 0)
 		kick_idle(t, this);
 }
 
@@ -290,13 +290,6 @@ static void deliver(const struct fb_place_view *v, struct fb_fiber *f, int t,
 {
 	struct fb_worker *tw = fb_rt->workers[t];
 
-	if (tw != this) {
-		/* Its blocked time ends here; it waits runnable from now on
-		 * (a local wakee's does at its switch-in, see sched.h). */
-		fb_pelt_update(&f->pf.avg, fb_sched_clock(), f->pf.weight,
-			       false, false);
-		f->pf.avg_queued = true;
-	}
 	if (tw != this &&
 	    fb_place_use_wakelist(v, &f->pf, t, this ? this->id : -1))
 		push(f, tw, this);
@@ -546,13 +539,13 @@ static void schedule(struct fb_worker *w, struct fb_fiber *prev,
 	if (fb_unlikely(mode == SCHED_EXIT)) /* its share leaves with it */
 		fb_pelt_detach(&w->pw.avg, &prev->pf.avg, prev->pf.weight);
 	next = w->runnext;
-	if (next && mode != SCHED_YIELD && !fb_load_relaxed(&w->wakelist)) {
+	if (next && mode != SCHED_YIELD && !fb_load_relaxed(&w->pw.wakelist)) {
 		/* prev leaves and next runs: nr_running is unchanged, and no
 		 * lock is needed, since nobody else sees runnext. */
 		w->runnext = NULL;
 		goto picked;
 	}
-	if (fb_load_relaxed(&w->wakelist))
+	if (fb_load_relaxed(&w->pw.wakelist))
 		fb_sched_drain_wakelist(w);
 	fb_spin_lock(&w->rq_lock);
 	if (next) { /* not taken above: it goes first in the queue */
@@ -617,7 +610,7 @@ bool fb_sched_yield(void)
 		fb_sched_migrate();
 		return true;
 	}
-	if (!fb_load_relaxed(&w->wakelist) && !w->runnext &&
+	if (!fb_load_relaxed(&w->pw.wakelist) && !w->runnext &&
 	    fb_load_relaxed(&w->pw.nr_running) <= 1) {
 		/* A yield loop must still see its timers and I/O (rule 5),
 		 * and publishers of the view must see it pass (topo-rcu.c). */

@@ -58,7 +58,7 @@ static struct fb_fiber *pick_idle(struct fb_worker *w)
 {
 	struct fb_list *n;
 
-	if (fb_load_relaxed(&w->wakelist))
+	if (fb_load_relaxed(&w->pw.wakelist))
 		fb_sched_drain_wakelist(w);
 	if (!fb_load_relaxed(&w->pw.nr_running))
 		return NULL;
@@ -93,8 +93,8 @@ static void idle_wait(struct fb_worker *w)
 	uint64_t deadline, next;
 	unsigned int spins = 0;
 
-	fb_add(&fb_rt->nr_idle, 1);
-	w->pw.idle_stamp = fb_sched_clock(); /* the PELT clock (clock.h) */
+	/* The PELT clock (clock.h); relaxed: placement reads it as a hint. */
+	fb_store_relaxed(&w->pw.idle_stamp, fb_sched_clock());
 	fb_store_seqcst(&w->pw.state, FB_WS_POLLING);
 	deadline = fb_now_ns() + fb_rt->poll_ns;
 	/* Only fibers running here arm timers here: the next deadline cannot
@@ -124,11 +124,12 @@ sleep:
 	 * publishers of the view stop waiting for us meanwhile (topo-rcu.c) */
 	fb_sched_balance_sleep(w); /* sleeper balancing (sched-balance.c) */
 	fb_topo_worker_sleep(w->id);
+	fb_add(&fb_rt->nr_sleepers, 1);
 	fb_sched_idle_sleep(w);
+	fb_sub(&fb_rt->nr_sleepers, 1);
 	fb_topo_worker_wake(w->id);
 out:
 	fb_store_seqcst(&w->pw.state, FB_WS_RUNNING);
-	fb_sub(&fb_rt->nr_idle, 1);
 }
 
 /* The idle loop runs on the thread's own stack; the sanitizers need its

@@ -200,9 +200,8 @@ struct fb_wbalance {
  * their own cache lines in @pw and below; the rest is owner-only.
  */
 struct fb_worker {
-	struct fb_pworker pw; /* placement-visible; first member */
-	struct fb_fiber *_Atomic wakelist fb_cacheline_aligned; /* MPSC stack;
-				   wakers push (CAS), owner takes all (xchg) */
+	struct fb_pworker pw; /* placement-visible; first member; its first
+				 line holds the wakelist (pw.wakelist) */
 	struct fb_spinlock rq_lock fb_cacheline_aligned;
 	struct fb_list rq; /* rq_lock; FIFO of RUNNABLE fibers */
 	/* Registry of the live fibers created for this worker, for debuggers
@@ -294,7 +293,10 @@ struct fb_runtime {
 	struct fb_topo *topo;
 	struct fb_env env;
 	uint64_t poll_ns;
-	atomic_int nr_idle;   /* workers POLLING or SLEEPING */
+	atomic_int nr_sleepers; /* workers asleep in futex or epoll; polling
+				   ones steal by themselves, so a global
+				   count of them would only cost a shared
+				   line per idle cycle */
 	_Atomic long nr_live; /* fibers created and not yet reaped */
 	atomic_bool stopping;
 	struct fb_counters foreign; /* foreign threads' counters (atomic adds) */
@@ -341,7 +343,7 @@ static inline void fb_sched_view_exit(void)
 
 static inline bool fb_worker_has_work(struct fb_worker *w)
 {
-	return fb_load_seqcst(&w->wakelist) ||
+	return fb_load_seqcst(&w->pw.wakelist) ||
 	       fb_load_seqcst(&w->pw.nr_running) > 0;
 }
 
@@ -466,8 +468,9 @@ int fb_sched_balance_migrate_target(struct fb_worker *w, struct fb_fiber *f);
  * switch with one read of the scheduler clock (clock.h), without a lock.
  * The interval since the last update is accounted with the state the
  * worker has at the switch (nr_running fibers runnable, one running), the
- * leaving fiber is accounted as running, the arriving one as queued or
- * blocked (whichever it was since its own last update).  A fiber whose
+ * leaving fiber is accounted as running, the arriving one as queued (after
+ * a yield or a balancing pull) or blocked (after a wakeup, which does not
+ * stamp the wakee: see sched-balance.c).  A fiber whose
  * share sits in another worker's sums, or in none (new, or detached by a
  * balancer), moves them here on its first run (fb_sched_pelt_attach).
  */

