@@ -40,6 +40,20 @@
 						memory_order_seq_cst)
 #define fb_fence() atomic_thread_fence(memory_order_seq_cst)
 
+/*
+ * Relaxed accesses to plain (not _Atomic) words that other threads read or
+ * write without a lock, as hints: the balancing snapshot (place.h, topo.h).
+ * The kernel's READ_ONCE/WRITE_ONCE: a plain move on x86-64 and AArch64,
+ * but no data race in the C11 sense, so the compiler may not tear, fuse or
+ * invent the access and ThreadSanitizer does not report it.  A
+ * read-modify-write made of the two is not atomic: an update racing with
+ * another may be lost, which the fields that use them tolerate.  Accesses
+ * by the word's only writer, or under the lock every writer holds, may
+ * stay plain.
+ */
+#define fb_read_once(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define fb_write_once(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
 static inline void fb_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

@@ -20,7 +20,10 @@
  * snapshot may be stale: a wrong choice costs a migration, never
  * correctness, because the caller re-checks under the run-queue locks.
  * The domain's balancing fields are written only here, by the worker that
- * owns the domain or by the balancing worker of a sleeping owner (1.8).
+ * owns the domain or by the balancing worker of a sleeping owner (1.8); the
+ * two may overlap when the owner wakes, so every access to them is a
+ * relaxed atomic one (fb_read_once, fb_write_once) and a racing update may
+ * be lost: a failure counted or an interval doubled once too few.
  *
  * Alternatives rejected.  Plain work stealing (take from the longest queue,
  * place-simple's rule) ignores caches and NUMA; it stays only as the
@@ -202,9 +205,9 @@ static void group_stats(struct fb_lb_env *env, const struct fb_sched_group *g,
 			env->refresh(env, i);
 		w = v->w[i];
 		nr = nr_of(v, i);
-		s->load += w->avg.load_avg;
+		s->load += fb_pelt_load(&w->avg);
 		s->util += fb_pelt_util(&w->avg);
-		s->runnable += w->avg.runnable_avg;
+		s->runnable += fb_pelt_runnable(&w->avg);
 		s->nr_running += nr;
 		if (nr > 1)
 			env->overloaded = true;
@@ -409,6 +412,7 @@ static int busiest_worker(const struct fb_lb_env *env,
 
 	fb_wmask_for_each (i, &g->span) {
 		const struct fb_pworker *w;
+		unsigned long x;
 		int nr;
 
 		if (i >= v->nr_workers)
@@ -422,17 +426,18 @@ static int busiest_worker(const struct fb_lb_env *env,
 			continue;
 		switch (env->type) {
 		case FB_MIGRATE_LOAD:
-			if (nr == 1 && (long)w->avg.load_avg > env->imbalance)
+			x = fb_pelt_load(&w->avg);
+			if (nr == 1 && (long)x > env->imbalance)
 				break;
-			if (best < 0 || w->avg.load_avg > most) {
-				most = w->avg.load_avg;
+			if (best < 0 || x > most) {
+				most = x;
 				best = i;
 			}
 			break;
 		case FB_MIGRATE_UTIL:
-			if (nr > 1 &&
-			    (best < 0 || fb_pelt_util(&w->avg) > most)) {
-				most = fb_pelt_util(&w->avg);
+			x = fb_pelt_util(&w->avg);
+			if (nr > 1 && (best < 0 || x > most)) {
+				most = x;
 				best = i;
 			}
 			break;
@@ -515,7 +520,8 @@ static bool can_migrate(struct fb_lb_env *env, const struct fb_lb_candidate *c)
 	/* Cache hot: ran on the source less than 500 us ago (not SMT). */
 	if (!(d->flags & FB_SD_SHARE_CAPACITY) &&
 	    env->now_ns - c->pf->last_ran_ns < FB_MIGRATION_COST_NS)
-		return d->nr_balance_failed > (unsigned)d->cache_nice_tries;
+		return fb_read_once(&d->nr_balance_failed) >
+		       (unsigned)d->cache_nice_tries;
 	return true;
 }
 
@@ -528,7 +534,7 @@ int fb_place_lb_detach(struct fb_lb_env *env, struct fb_lb_candidate *c, int nr)
 {
 	int src_nr = nr_of(env->v, env->src);
 	int max = FB_MIN(FB_LB_NR_MIGRATE, src_nr), moved = 0;
-	unsigned failed = env->d->nr_balance_failed;
+	unsigned failed = fb_read_once(&env->d->nr_balance_failed);
 
 	if (src_nr <= 1)
 		return 0;
@@ -577,7 +583,8 @@ static bool need_active(const struct fb_lb_env *env)
 	     !fb_place_use_asym_prio(env->v, d, env->src)))
 		return true;
 	return env->type == FB_MIGRATE_TASK &&
-	       d->nr_balance_failed > (unsigned)d->cache_nice_tries + 2;
+	       fb_read_once(&d->nr_balance_failed) >
+		       (unsigned)d->cache_nice_tries + 2;
 }
 
 static atomic_int *parent_imbalanced(const struct fb_domain *d)
@@ -594,6 +601,7 @@ void fb_place_lb_finish(struct fb_lb_env *env, enum fb_lb_verdict verdict,
 {
 	struct fb_domain *d = env->d;
 	atomic_int *pimb = parent_imbalanced(d);
+	unsigned interval;
 
 	if (verdict != FB_LB_PULL) {
 		if (pimb && !(env->flags & FB_LBF_ALL_PINNED))
@@ -607,31 +615,33 @@ void fb_place_lb_finish(struct fb_lb_env *env, enum fb_lb_verdict verdict,
 		goto all_pinned;
 	if (!env->nr_moved) {
 		if (env->idle != FB_LB_NEWLY_IDLE)
-			d->nr_balance_failed++;
+			fb_write_once(&d->nr_balance_failed,
+				      fb_read_once(&d->nr_balance_failed) + 1);
 		if (need_active(env)) {
 			if (!running || !fb_pfiber_allows(running, env->dst)) {
 				env->flags |= FB_LBF_ALL_PINNED;
 				goto one_pinned;
 			}
 			env->active = true;
-			d->nr_balance_failed =
-				(unsigned)d->cache_nice_tries + 1;
+			fb_write_once(&d->nr_balance_failed,
+				      (unsigned)d->cache_nice_tries + 1);
 		}
 	} else {
-		d->nr_balance_failed = 0;
+		fb_write_once(&d->nr_balance_failed, 0u);
 	}
-	d->balance_interval = d->min_interval;
+	fb_write_once(&d->balance_interval, d->min_interval);
 	return;
 all_pinned:
-	d->nr_balance_failed = 0;
+	fb_write_once(&d->nr_balance_failed, 0u);
 one_pinned:
 	env->nr_moved = 0;
 	if (env->idle == FB_LB_NEWLY_IDLE)
 		return;
+	interval = fb_read_once(&d->balance_interval);
 	if (((env->flags & FB_LBF_ALL_PINNED) &&
-	     d->balance_interval < FB_LB_MAX_PINNED_INTERVAL_MS) ||
-	    d->balance_interval < d->max_interval)
-		d->balance_interval *= 2;
+	     interval < FB_LB_MAX_PINNED_INTERVAL_MS) ||
+	    interval < d->max_interval)
+		fb_write_once(&d->balance_interval, interval * 2);
 }
 
 void fb_place_request_push(const struct fb_place_view *v, int src, int dst)

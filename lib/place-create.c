@@ -77,9 +77,9 @@ static void create_stats(const struct fb_place_view *v,
 			continue;
 		w = v->w[i];
 		nr = fb_load_relaxed(&w->nr_running);
-		s->load += w->avg.load_avg;
+		s->load += fb_pelt_load(&w->avg);
 		s->util += fb_pelt_util(&w->avg);
-		s->runnable += w->avg.runnable_avg;
+		s->runnable += fb_pelt_runnable(&w->avg);
 		s->nr_running += nr;
 		if (nr == 0 && fb_worker_is_idle(w))
 			s->idle++;
@@ -231,16 +231,20 @@ int fb_place_find_idlest_worker_in(const struct fb_place_view *v,
 		w = v->w[i];
 		if (fb_worker_is_idle(w)) {
 			int e = exit_depth(w);
+			uint64_t st = fb_load_relaxed(&w->idle_stamp);
 
-			if (e < depth ||
-			    (e == depth && w->idle_stamp > stamp)) {
+			if (e < depth || (e == depth && st > stamp)) {
 				depth = e;
-				stamp = w->idle_stamp;
+				stamp = st;
 				idle = i;
 			}
-		} else if (idle < 0 && w->avg.load_avg < min_load) {
-			min_load = w->avg.load_avg;
-			least = i;
+		} else if (idle < 0) {
+			unsigned long load = fb_pelt_load(&w->avg);
+
+			if (load < min_load) {
+				min_load = load;
+				least = i;
+			}
 		}
 	}
 	return idle >= 0 ? idle : least;

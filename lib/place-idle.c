@@ -44,7 +44,7 @@ uint64_t fb_place_balance_interval_ns(const struct fb_place_view *v,
 				      const struct fb_domain *d, bool busy,
 				      uint64_t tick_ns)
 {
-	uint64_t ms = d->balance_interval, ticks, max;
+	uint64_t ms = fb_read_once(&d->balance_interval), ticks, max;
 
 	if (busy)
 		ms *= d->busy_factor;
@@ -56,17 +56,26 @@ uint64_t fb_place_balance_interval_ns(const struct fb_place_view *v,
 	return ticks * tick_ns;
 }
 
+/*
+ * The domain's balancing fields (topo.h) have two writers when the
+ * balancing worker of a sleeping owner runs while the owner wakes up: every
+ * access is a relaxed atomic one (atomic.h), and an update lost to the
+ * other writer only costs a balance earlier or later.
+ */
 bool fb_place_update_newidle_cost(struct fb_domain *d, uint64_t cost_ns,
 				  uint64_t now_ns)
 {
-	if (cost_ns > d->max_newidle_lb_cost) {
-		d->max_newidle_lb_cost = cost_ns;
-		d->last_decay_max_lb_cost = now_ns;
+	uint64_t max = fb_read_once(&d->max_newidle_lb_cost);
+
+	if (cost_ns > max) {
+		fb_write_once(&d->max_newidle_lb_cost, cost_ns);
+		fb_write_once(&d->last_decay_max_lb_cost, now_ns);
 		return false;
 	}
-	if (now_ns > d->last_decay_max_lb_cost + NEWIDLE_COST_DECAY_NS) {
-		d->max_newidle_lb_cost = d->max_newidle_lb_cost * 253 / 256;
-		d->last_decay_max_lb_cost = now_ns;
+	if (now_ns >
+	    fb_read_once(&d->last_decay_max_lb_cost) + NEWIDLE_COST_DECAY_NS) {
+		fb_write_once(&d->max_newidle_lb_cost, max * 253 / 256);
+		fb_write_once(&d->last_decay_max_lb_cost, now_ns);
 		return true;
 	}
 	return false;
@@ -74,19 +83,22 @@ bool fb_place_update_newidle_cost(struct fb_domain *d, uint64_t cost_ns,
 
 void fb_place_newidle_stats(struct fb_domain *d, unsigned success)
 {
-	d->newidle_call++;
-	d->newidle_success += success;
-	if (d->newidle_call >= FB_NEWIDLE_WINDOW) {
-		d->newidle_ratio = d->newidle_success;
-		d->newidle_call /= 2;
-		d->newidle_success /= 2;
+	unsigned call = fb_read_once(&d->newidle_call) + 1;
+	unsigned ok = fb_read_once(&d->newidle_success) + success;
+
+	if (call >= FB_NEWIDLE_WINDOW) {
+		fb_write_once(&d->newidle_ratio, ok);
+		call /= 2;
+		ok /= 2;
 	}
+	fb_write_once(&d->newidle_call, call);
+	fb_write_once(&d->newidle_success, ok);
 }
 
 bool fb_place_ni_random_run(struct fb_domain *d, uint32_t draw,
 			    unsigned *weight)
 {
-	unsigned w = 1 + d->newidle_ratio;
+	unsigned w = 1 + fb_read_once(&d->newidle_ratio);
 
 	*weight = 1;
 	if (!fb_feat(NI_RANDOM))
@@ -125,7 +137,8 @@ bool fb_place_blocked_decay(struct fb_pworker *w, uint64_t now_ns)
 	fb_pelt_fold_removed(&w->avg, &w->removed);
 	fb_pelt_update_worker(&w->avg, now_ns, w->runnable_weight, (unsigned)nr,
 			      nr > 0);
-	w->nr_blocked_decays++;
+	/* Under the rq lock, read lock-free by fb_place_nohz_pass(). */
+	fb_write_once(&w->nr_blocked_decays, w->nr_blocked_decays + 1);
 	/* Averages, not sums: the kernel's cfs_rq_has_blocked(). */
 	if (!w->avg.load_avg && !w->avg.util_avg && !w->avg.runnable_avg) {
 		fb_store_relaxed(&w->has_blocked_load, false);
@@ -190,13 +203,13 @@ static void newidle_walk(const struct fb_place_view *v, int w, uint64_t now_ns,
 
 	fb_for_each_domain (v->topo, w, d) {
 		uint64_t due =
-			d->last_balance +
+			fb_read_once(&d->last_balance) +
 			fb_place_balance_interval_ns(v, d, false, NS_PER_MS);
 		bool stop = false;
 		unsigned weight;
 
 		*next = FB_MIN(*next, due);
-		if (pw->avg_idle < cost + d->max_newidle_lb_cost)
+		if (pw->avg_idle < cost + fb_read_once(&d->max_newidle_lb_cost))
 			break;
 		if (d->flags & FB_SD_BALANCE_NEWIDLE) {
 			uint64_t t1;
@@ -218,8 +231,8 @@ static void newidle_walk(const struct fb_place_view *v, int w, uint64_t now_ns,
 		if (res->pulled || stop)
 			break;
 	}
-	if (cost > pw->max_idle_balance_cost)
-		pw->max_idle_balance_cost = cost;
+	if (cost > fb_read_once(&pw->max_idle_balance_cost))
+		fb_write_once(&pw->max_idle_balance_cost, cost);
 }
 
 void fb_place_newidle(const struct fb_place_view *v, int w, uint64_t now_ns,
@@ -240,11 +253,11 @@ void fb_place_newidle(const struct fb_place_view *v, int w, uint64_t now_ns,
 		res->own_decayed = true;
 	}
 	if (!d0 || !v->g || !fb_load_relaxed(&v->g->overloaded) ||
-	    pw->avg_idle < d0->max_newidle_lb_cost) {
+	    pw->avg_idle < fb_read_once(&d0->max_newidle_lb_cost)) {
 		res->gated = true;
 		if (d0)
 			next = FB_MIN(next,
-				      d0->last_balance +
+				      fb_read_once(&d0->last_balance) +
 					      fb_place_balance_interval_ns(
 						      v, d0, false, NS_PER_MS));
 		goto out;
@@ -260,8 +273,8 @@ void fb_place_newidle(const struct fb_place_view *v, int w, uint64_t now_ns,
 		newidle_walk(v, w, now_ns, &next, ops, res, t0);
 	}
 out:
-	if (pw->next_balance > next)
-		pw->next_balance = next;
+	if (fb_read_once(&pw->next_balance) > next)
+		fb_write_once(&pw->next_balance, next);
 	if (res->pulled)
 		fb_store_relaxed(&pw->idle_stamp, 0);
 	else
@@ -448,18 +461,19 @@ void fb_place_nohz_pass(const struct fb_place_view *v, int self, unsigned flags,
 			goto out;
 		}
 		if (flags & FB_KICK_STATS) {
-			uint64_t before = pw->nr_blocked_decays;
+			uint64_t before = fb_read_once(&pw->nr_blocked_decays);
 
 			blocked |= refresh_one(v, i, now_ns, now_tick, ops);
-			res->nr_refreshed += pw->nr_blocked_decays != before;
+			res->nr_refreshed +=
+				fb_read_once(&pw->nr_blocked_decays) != before;
 		}
-		if (now_ns >= pw->next_balance && (flags & FB_KICK_BALANCE) &&
-		    ops && ops->balance) {
+		if (now_ns >= fb_read_once(&pw->next_balance) &&
+		    (flags & FB_KICK_BALANCE) && ops && ops->balance) {
 			fb_place_rebalance(v, i, now_ns, tick_ns, FB_LB_IDLE,
 					   ops);
 			res->nr_balanced++;
 		}
-		next = FB_MIN(next, pw->next_balance);
+		next = FB_MIN(next, fb_read_once(&pw->next_balance));
 	}
 	if (next != UINT64_MAX)
 		fb_store_relaxed(&g->next_balance, next);
@@ -484,10 +498,10 @@ int fb_place_rebalance(const struct fb_place_view *v, int w, uint64_t now_ns,
 
 	fb_for_each_domain (v->topo, w, d) {
 		bool ser = d->flags & FB_SD_SERIALIZE, mine = true;
-		uint64_t interval;
+		uint64_t interval, last;
 
 		decayed |= fb_place_update_newidle_cost(d, 0, now_ns);
-		cost += d->max_newidle_lb_cost;
+		cost += fb_read_once(&d->max_newidle_lb_cost);
 		if (!more) {
 			if (decayed)
 				continue;
@@ -501,7 +515,8 @@ int fb_place_rebalance(const struct fb_place_view *v, int w, uint64_t now_ns,
 				&v->g->balance_running, &f, true,
 				memory_order_acquire, memory_order_relaxed);
 		}
-		if (mine && now_ns >= d->last_balance + interval) {
+		if (mine &&
+		    now_ns >= fb_read_once(&d->last_balance) + interval) {
 			bool stop = false;
 			int n = ops->balance(ops->arg, w, d, kind, &stop);
 
@@ -512,21 +527,23 @@ int fb_place_rebalance(const struct fb_place_view *v, int w, uint64_t now_ns,
 				busy = kind == FB_LB_BUSY;
 			}
 			more = !stop;
-			d->last_balance = now_ns;
+			fb_write_once(&d->last_balance, now_ns);
 			interval = fb_place_balance_interval_ns(v, d, busy,
 								tick_ns);
 		}
 		if (ser && v->g && mine)
 			fb_store_release(&v->g->balance_running, false);
-		if (next > d->last_balance + interval) {
-			next = d->last_balance + interval;
+		last = fb_read_once(&d->last_balance);
+		if (next > last + interval) {
+			next = last + interval;
 			moved_next = true;
 		}
 	}
 	if (decayed)
-		pw->max_idle_balance_cost = FB_MAX(FB_MIGRATION_COST_NS, cost);
+		fb_write_once(&pw->max_idle_balance_cost,
+			      FB_MAX(FB_MIGRATION_COST_NS, cost));
 	if (moved_next)
-		pw->next_balance = next;
+		fb_write_once(&pw->next_balance, next);
 	return pulled;
 }
 
@@ -536,7 +553,7 @@ int fb_place_tick(const struct fb_place_view *v, int w, uint64_t now_ns,
 {
 	unsigned flags;
 
-	if (v->topo && now_ns >= v->w[w]->next_balance) {
+	if (v->topo && now_ns >= fb_read_once(&v->w[w]->next_balance)) {
 		/* heuristics.md 6(b) rule 5: once per balance trigger. */
 		decay_own(v, w, now_ns, now_tick, ops);
 		fb_place_rebalance(v, w, now_ns, tick_ns,

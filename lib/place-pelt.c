@@ -70,10 +70,12 @@
  *   on every 64-bit target): worker runnable sums exceed 2^32 with ~90
  *   runnable fibers.
  *
- * Concurrency.  None here: the structures are plain data and the caller
- * serialises writers (the worker's rq lock).  The decay table is written
- * once, by a constructor, before main() and before any thread exists, and
- * only read afterwards.
+ * Concurrency.  The caller serialises writers (the worker's rq lock), but
+ * placement reads a worker's averages without it, so the averages are
+ * stored with fb_write_once() (a plain move; reads here, under the writer's
+ * exclusion, stay plain).  The sums, the clock and period_contrib are read
+ * only by writers.  The decay table is written once, by a constructor,
+ * before main() and before any thread exists, and only read afterwards.
  */
 #include <math.h>
 
@@ -180,9 +182,11 @@ static void derive(struct fb_pelt *p, unsigned long avg_weight)
 {
 	uint32_t divider = FB_PELT_MIN_DIVIDER + p->period_contrib;
 
-	p->load_avg = (unsigned long)(avg_weight * p->load_sum / divider);
-	p->runnable_avg = (unsigned long)(p->runnable_sum / divider);
-	p->util_avg = (unsigned long)(p->util_sum / divider);
+	fb_write_once(&p->load_avg,
+		      (unsigned long)(avg_weight * p->load_sum / divider));
+	fb_write_once(&p->runnable_avg,
+		      (unsigned long)(p->runnable_sum / divider));
+	fb_write_once(&p->util_avg, (unsigned long)(p->util_sum / divider));
 }
 
 bool fb_pelt_update_slow(struct fb_pelt *p, uint64_t delta, unsigned long load,
@@ -237,16 +241,16 @@ void fb_pelt_attach(struct fb_pelt *w, struct fb_pelt *f, unsigned long weight)
 	w->load_sum += (uint64_t)weight * f->load_sum;
 	w->runnable_sum += f->runnable_sum;
 	w->util_sum += f->util_sum;
-	w->load_avg += f->load_avg;
-	w->runnable_avg += f->runnable_avg;
-	w->util_avg += f->util_avg;
+	fb_write_once(&w->load_avg, w->load_avg + f->load_avg);
+	fb_write_once(&w->runnable_avg, w->runnable_avg + f->runnable_avg);
+	fb_write_once(&w->util_avg, w->util_avg + f->util_avg);
 }
 
 /* Lower one sum/average pair by a share, see fb_pelt_detach(). */
 static void sub_share(uint64_t *sum, unsigned long *avg, uint64_t dsum,
 		      unsigned long davg)
 {
-	*avg = *avg > davg ? *avg - davg : 0;
+	fb_write_once(avg, *avg > davg ? *avg - davg : 0);
 	*sum = *sum > dsum ? *sum - dsum : 0;
 	*sum = FB_MAX(*sum, (uint64_t)*avg * FB_PELT_MIN_DIVIDER);
 }

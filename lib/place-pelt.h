@@ -11,7 +11,11 @@
  *
  * A struct fb_pelt is plain data.  Its writer provides the exclusion: a
  * worker's averages and those of the fibers attached to it are written by
- * whoever holds that worker's rq lock.  See place-pelt.c for the model.
+ * whoever holds that worker's rq lock.  Placement reads a worker's three
+ * averages without that lock, so every store to an average is a relaxed
+ * atomic one (fb_write_once) and lock-free readers go through
+ * fb_pelt_load(), fb_pelt_runnable() and fb_pelt_util().  See place-pelt.c
+ * for the model.
  */
 #ifndef FB_PLACE_PELT_H
 #define FB_PLACE_PELT_H
@@ -239,10 +243,25 @@ void fb_pelt_remove(struct fb_pelt_removed *r, const struct fb_pelt *f);
  */
 bool fb_pelt_fold_removed(struct fb_pelt *w, struct fb_pelt_removed *r);
 
-/* fb_pelt_util - a worker's utilisation for placement, 0..1024. */
+/*
+ * fb_pelt_load, fb_pelt_runnable - a worker's load_avg and runnable_avg for
+ * placement: relaxed loads, for readers without the worker's rq lock.
+ */
+static inline unsigned long fb_pelt_load(const struct fb_pelt *w)
+{
+	return fb_read_once(&w->load_avg);
+}
+
+static inline unsigned long fb_pelt_runnable(const struct fb_pelt *w)
+{
+	return fb_read_once(&w->runnable_avg);
+}
+
+/* fb_pelt_util - a worker's utilisation for placement, 0..1024; a relaxed
+ * load like fb_pelt_load(). */
 static inline unsigned long fb_pelt_util(const struct fb_pelt *w)
 {
-	return FB_MIN(w->util_avg, FB_PELT_CAPACITY);
+	return FB_MIN(fb_read_once(&w->util_avg), FB_PELT_CAPACITY);
 }
 
 /*

@@ -153,8 +153,8 @@ static int affine_weight(const struct fb_place_view *v, int pct,
 			 bool sync)
 {
 	int64_t task = (int64_t)pf->avg.load_avg;
-	int64_t this_eff = (int64_t)v->w[this]->avg.load_avg;
-	int64_t prev_eff = (int64_t)v->w[prev]->avg.load_avg - task;
+	int64_t this_eff = (int64_t)fb_pelt_load(&v->w[this]->avg);
+	int64_t prev_eff = (int64_t)fb_pelt_load(&v->w[prev]->avg) - task;
 
 	if (sync && waker) {
 		int64_t cur = (int64_t)waker->avg.load_avg;

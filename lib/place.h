@@ -64,10 +64,15 @@ struct fb_pworker {
 
 	/* Load tracking (heuristics.md 1.3): sums of the fibers attached to
 	 * the worker, blocked ones included.  Written by the owner while it
-	 * is busy, else under the rq lock; read without locks by placement. */
+	 * is busy, else under the rq lock; the averages are read without
+	 * locks by placement (fb_pelt_load() and friends, place-pelt.h). */
 	struct fb_pelt avg fb_cacheline_aligned;
 	unsigned long runnable_weight;	/* sum of runnable fibers' weights */
 	uint64_t avg_idle;		/* ns; 1.3, initial 1 ms */
+	/* Written by the owner, and by the balancing worker while the owner
+	 * sleeps (1.8), which may overlap its waking: every access is
+	 * fb_read_once/fb_write_once (atomic.h); a lost update is a hint
+	 * lost. */
 	uint64_t max_idle_balance_cost; /* ns; initial 500 us */
 	uint64_t next_balance;		/* ns; 1.6 */
 	/* Blocked load (section 6, 1.8). */
@@ -76,7 +81,8 @@ struct fb_pworker {
 	atomic_uint kick_flags;	    /* FB_KICK_*; 1.8 */
 	atomic_int push_target;	    /* active balance request, -1 none; 1.6 */
 	uint64_t rng;		    /* per-worker PRNG (NI_RANDOM); owner */
-	uint64_t nr_blocked_decays; /* decay_blocked runs (6(b)); rq lock */
+	uint64_t nr_blocked_decays; /* decay_blocked runs (6(b)); rq lock,
+				       fb_write_once; read lock-free */
 	/* avg is the owner's while this is true (it runs fibers and updates
 	 * avg at every switch without a lock); while false (idle) avg is
 	 * written under the rq lock, also by others refreshing a sleeper's

@@ -138,6 +138,29 @@ static inline void *fb_san_thread_context(void)
 #endif
 }
 
+/*
+ * fb_san_release, fb_san_acquire - tell TSan that everything before a
+ * release on @addr happens before everything after a later acquire on it,
+ * for ordering it cannot see: liburcu's grace period (membarrier and
+ * accesses inside the uninstrumented library).  Releases from several
+ * threads accumulate.  No-ops without TSan.
+ */
+static inline void fb_san_release(void *addr)
+{
+#ifdef FB_TSAN
+	__tsan_release(addr);
+#endif
+	(void)addr;
+}
+
+static inline void fb_san_acquire(void *addr)
+{
+#ifdef FB_TSAN
+	__tsan_acquire(addr);
+#endif
+	(void)addr;
+}
+
 /* fb_san_tsan_switch - immediately before a switch to the context @tsan
  * (a fiber's, or a worker's idle one).  No instrumented code may run
  * between this and the switch itself. */

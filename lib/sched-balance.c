@@ -308,7 +308,8 @@ static int op_balance(void *arg, int dst, struct fb_domain *d,
 	env.arg = c;
 	r = fb_place_lb_find(&env);
 	FB_COUNT(c->self, lb_balances);
-	c->self->bal.nr_lb[level_of(d)]++;
+	fb_write_once(&c->self->bal.nr_lb[level_of(d)],
+		      c->self->bal.nr_lb[level_of(d)] + 1);
 	if (r == FB_LB_SKIP)
 		*stop = true;
 	asym = r == FB_LB_PULL && env.busiest.type == FB_GROUP_ASYM_PACKING;
@@ -329,7 +330,8 @@ static int op_balance(void *arg, int dst, struct fb_domain *d,
 		if (asym)
 			FB_COUNT(c->self, lb_asym_pulls);
 	}
-	c->self->bal.nr_pulled[level_of(d)] += (uint32_t)n;
+	fb_write_once(&c->self->bal.nr_pulled[level_of(d)],
+		      c->self->bal.nr_pulled[level_of(d)] + (uint32_t)n);
 	return n;
 }
 
@@ -460,9 +462,9 @@ void fb_sched_balance_idle_exit(struct fb_worker *w)
 	}
 	stamp = fb_load_relaxed(&w->pw.idle_stamp);
 	if (stamp && now > stamp)
-		w->pw.avg_idle =
-			fb_pelt_avg_idle_update(w->pw.avg_idle, now - stamp,
-						w->pw.max_idle_balance_cost);
+		w->pw.avg_idle = fb_pelt_avg_idle_update(
+			w->pw.avg_idle, now - stamp,
+			fb_read_once(&w->pw.max_idle_balance_cost));
 	fb_store_relaxed(&w->pw.idle_stamp, 0);
 	fb_spin_lock(&w->rq_lock);
 	sample(w, now, false);

@@ -191,8 +191,9 @@ struct fb_wbalance {
 				   goes to, -1 none */
 	struct fb_fiber *_Atomic push_fiber; /* fiber push_target was asked
 				   for; written by the balancer first */
-	uint32_t nr_lb[FB_BAL_LEVELS];	     /* balance attempts per level */
-	uint32_t nr_pulled[FB_BAL_LEVELS];   /* fibers pulled per level */
+	/* Owner-written with fb_write_once: stats.c reads them. */
+	uint32_t nr_lb[FB_BAL_LEVELS];	   /* balance attempts per level */
+	uint32_t nr_pulled[FB_BAL_LEVELS]; /* fibers pulled per level */
 };
 
 /*

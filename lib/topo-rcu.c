@@ -92,6 +92,7 @@
 #include <urcu/urcu-memb.h>
 
 #include "common.h"
+#include "sanitizer.h"
 #include "topo.h"
 
 struct fb_sched_view *_Atomic fb_topo_view_current;
@@ -107,6 +108,10 @@ static pthread_mutex_t publish_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
 static bool membarrier_ok; /* set once, before any worker goes online */
 static atomic_int qs_hi;   /* 1 + highest id ever online; seq_cst */
+/* TSan cannot see liburcu's grace period: every foreign read section ends
+ * with a release on this, the publisher acquires it after
+ * urcu_memb_synchronize_rcu() (sanitizer.h; nothing without TSan). */
+static char urcu_gp_sync;
 
 /* Wait for a worker: spins with sched_yield() first, then sleeps this many
  * microseconds, doubling up to the cap.  Picked: a busy worker reports
@@ -150,6 +155,7 @@ void fb_topo_read_lock_slow(void)
 
 void fb_topo_read_unlock_slow(void)
 {
+	fb_san_release(&urcu_gp_sync);
 	urcu_memb_read_unlock();
 }
 
@@ -286,6 +292,7 @@ void fb_topo_view_publish(struct fb_sched_view *v)
 	fb_store_release(&fb_topo_view_current, v);
 	if (old) {
 		urcu_memb_synchronize_rcu();
+		fb_san_acquire(&urcu_gp_sync);
 		wait_workers();
 	}
 	pthread_mutex_unlock(&publish_lock);

@@ -226,7 +226,9 @@ struct fb_sched_group {
  * immutable.  The balancing fields are written only by the owner worker, or
  * by the balancing worker for a SLEEPING owner (heuristics.md 1.8), always
  * inside a read-side section of this view; they start afresh in a rebuilt
- * view.
+ * view.  The two writers can overlap (the owner wakes while its balancer
+ * runs), so every access after the build is fb_read_once/fb_write_once
+ * (atomic.h): plain moves, no data race, an update may be lost.
  */
 struct fb_domain {
 	struct fb_domain *parent; /* NULL at the top */
