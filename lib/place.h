@@ -67,7 +67,8 @@ struct fb_pworker {
 	 * is busy, else under the rq lock; the averages are read without
 	 * locks by placement (fb_pelt_load() and friends, place-pelt.h). */
 	struct fb_pelt avg fb_cacheline_aligned;
-	unsigned long runnable_weight;	/* sum of runnable fibers' weights */
+	unsigned long runnable_weight;	/* sum of runnable fibers' weights;
+					   avg's writer, like avg */
 	uint64_t avg_idle;		/* ns; 1.3, initial 1 ms */
 	/* Written by the owner, and by the balancing worker while the owner
 	 * sleeps (1.8), which may overlap its waking: every access is

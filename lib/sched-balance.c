@@ -251,9 +251,8 @@ static int detach(struct bctx *c, struct fb_lb_env *env, struct fb_fiber **out)
 		f->pf.attached = -1;
 		out[moved++] = f;
 	}
-	src->pw.runnable_weight =
-		(unsigned long)fb_load_relaxed(&src->pw.nr_running) *
-		FB_PELT_CAPACITY;
+	/* runnable_weight is the writer's of avg, like avg: @src's owner
+	 * sets it from nr_running at its next update. */
 out:
 	fb_spin_unlock(&src->rq_lock);
 	return moved;
@@ -268,9 +267,6 @@ static void attach(struct bctx *c, int dst, struct fb_fiber **f, int n)
 	for (int i = 0; i < n; i++) /* attached when they run (sched.h) */
 		fb_list_add_tail(&f[i]->rq_node, &t->rq);
 	nr_running_add(t, c->self, n);
-	t->pw.runnable_weight =
-		(unsigned long)fb_load_relaxed(&t->pw.nr_running) *
-		FB_PELT_CAPACITY;
 	fb_spin_unlock(&t->rq_lock);
 	if (t != c->self)
 		fb_sched_wake_worker(t, c->self);
