@@ -59,7 +59,7 @@ struct fb_pworker {
 	struct fb_fiber *_Atomic wakelist; /* MPSC stack of the scheduler
 				   (sched-core.c); wakers push (CAS), the
 				   owner takes all (xchg) */
-	_Atomic uint64_t idle_stamp; /* ns when it went idle, 0 when busy;
+	_Atomic uint64_t idle_stamp;	   /* ns when it went idle, 0 when busy;
 				   owner writes, placement reads others' */
 
 	/* Load tracking (heuristics.md 1.3): sums of the fibers attached to
@@ -67,9 +67,9 @@ struct fb_pworker {
 	 * is busy, else under the rq lock; the averages are read without
 	 * locks by placement (fb_pelt_load() and friends, place-pelt.h). */
 	struct fb_pelt avg fb_cacheline_aligned;
-	unsigned long runnable_weight;	/* sum of runnable fibers' weights;
+	unsigned long runnable_weight; /* sum of runnable fibers' weights;
 					   avg's writer, like avg */
-	uint64_t avg_idle;		/* ns; 1.3, initial 1 ms */
+	uint64_t avg_idle;	       /* ns; 1.3, initial 1 ms */
 	/* Written by the owner, and by the balancing worker while the owner
 	 * sleeps (1.8), which may overlap its waking: every access is
 	 * fb_read_once/fb_write_once (atomic.h); a lost update is a hint

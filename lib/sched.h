@@ -298,7 +298,7 @@ struct fb_runtime {
 				   ones steal by themselves, so a global
 				   count of them would only cost a shared
 				   line per idle cycle */
-	_Atomic long nr_live; /* fibers created and not yet reaped */
+	_Atomic long nr_live;	/* fibers created and not yet reaped */
 	atomic_bool stopping;
 	struct fb_counters foreign; /* foreign threads' counters (atomic adds) */
 	struct fb_place_global g;   /* placement's global state */
