@@ -8,6 +8,7 @@
 #define _GNU_SOURCE 1 /* CPU_COUNT */
 #endif
 #include <errno.h>
+#include <getopt.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -55,6 +56,43 @@ unsigned long bench_parse_count(const char *opt, const char *val,
 	if (errno || *end || !v || v > max)
 		bench_bad_arg(opt, val, expected);
 	return v;
+}
+
+void bench_getopt(int argc, char **argv, const struct option *opts, int help,
+		  const char *usage,
+		  void (*one)(void *ctx, int c, const char *val), void *ctx)
+{
+	char shortopt[3] = "-?";
+	const char *what;
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		if (c == help) {
+			fputs(usage, stdout);
+			exit(0);
+		}
+		if (c != ':' && c != '?') {
+			one(ctx, c, optarg);
+			continue;
+		}
+		/* An unknown short option ("-g4") leaves optind on its
+		 * word until the word is used up: name it by optopt. */
+		what = argv[optind - 1];
+		if (c == '?' && optopt > 0 && optopt < 128) {
+			shortopt[1] = (char)optopt;
+			what = shortopt;
+		}
+		fprintf(stderr, "%s: %s '%s'\nTry '%s --help'.\n", bench_name,
+			c == ':' ? "missing value for" : "unknown option", what,
+			bench_name);
+		exit(2);
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", bench_name,
+			argv[optind]);
+		exit(2);
+	}
 }
 
 uint64_t bench_now_ns(void)

@@ -31,6 +31,17 @@ void bench_bad_arg(const char *opt, const char *val, const char *expected)
 unsigned long bench_parse_count(const char *opt, const char *val,
 				unsigned long max);
 
+struct option;
+/*
+ * bench_getopt - run getopt_long over @argv with the long options @opts
+ * (no short ones), calling @one(@ctx, id, value) for each.  Option id
+ * @help prints @usage and exits 0; an unknown option, a missing value or
+ * a stray argument is named on stderr and exits 2.
+ */
+void bench_getopt(int argc, char **argv, const struct option *opts, int help,
+		  const char *usage,
+		  void (*one)(void *ctx, int c, const char *val), void *ctx);
+
 /* bench_now_ns - CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);
 

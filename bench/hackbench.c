@@ -639,8 +639,10 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static void parse_one(struct options *o, int c, const char *arg)
+static void parse_one(void *ctx, int c, const char *arg)
 {
+	struct options *o = ctx;
+
 	switch (c) {
 	case OPT_GROUPS:
 		o->groups = bench_parse_count("--groups", arg, GROUPS_MAX);
@@ -681,34 +683,12 @@ static void parse_one(struct options *o, int c, const char *arg)
 
 static void parse_args(int argc, char **argv, struct options *o)
 {
-	int c;
-
 	*o = (struct options){ .groups = GROUPS_DEFAULT,
 			       .fds = FDS_DEFAULT,
 			       .loops = LOOPS_DEFAULT,
 			       .datasize = DATASIZE_DEFAULT,
 			       .workers = bench_nr_cpus() };
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", long_opts, NULL)) != -1) {
-		if (c == OPT_HELP) {
-			fputs(usage_text, stdout);
-			exit(0);
-		}
-		if (c == ':' || c == '?') {
-			fprintf(stderr,
-				PROG ": %s '%s'\nTry '" PROG " --help'.\n",
-				c == ':' ? "missing value for" :
-					   "unknown option",
-				argv[optind - 1]);
-			exit(2);
-		}
-		parse_one(o, c, optarg);
-	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument '%s'\n",
-			argv[optind]);
-		exit(2);
-	}
+	bench_getopt(argc, argv, long_opts, OPT_HELP, usage_text, parse_one, o);
 	if (!o->fibers && !o->threads)
 		o->fibers = o->threads = true;
 	if (o->spinners > o->workers) {
