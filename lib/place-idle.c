@@ -217,6 +217,8 @@ static void newidle_walk(const struct fb_place_view *v, int w, uint64_t now_ns,
 			if (!fb_place_ni_random_run(d, fb_place_rng(pw),
 						    &weight)) {
 				res->nr_skipped++;
+				res->skipped_levels |= 1u
+						       << FB_MIN(d->level, 31);
 				continue;
 			}
 			res->pulled = ops->balance(ops->arg, w, d,

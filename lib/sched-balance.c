@@ -316,18 +316,20 @@ static int op_balance(void *arg, int dst, struct fb_domain *d,
 			attach(c, dst, moved, n);
 	}
 	fb_place_lb_finish(&env, r, r == FB_LB_PULL ? &running_stub : NULL);
-	if (env.active) {
+	if (env.active)
 		push_request(c, &env);
-		if (asym)
-			FB_COUNT(c->self, lb_asym_pulls);
-	}
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++)
 		FB_COUNT(c->self, lb_pulled);
-		if (asym)
-			FB_COUNT(c->self, lb_asym_pulls);
-	}
 	fb_write_once(&c->self->bal.nr_pulled[level_of(d)],
 		      c->self->bal.nr_pulled[level_of(d)] + (uint32_t)n);
+	if (asym) {
+		unsigned k = (unsigned)n + (env.active ? 1 : 0);
+
+		for (unsigned i = 0; i < k; i++)
+			FB_COUNT(c->self, lb_asym_pulls);
+		fb_write_once(&c->self->bal.nr_asym[level_of(d)],
+			      c->self->bal.nr_asym[level_of(d)] + k);
+	}
 	return n;
 }
 
@@ -433,6 +435,13 @@ bool fb_sched_balance_idle(struct fb_worker *w)
 			FB_COUNT(w, newidle_balances);
 		for (unsigned i = 0; i < res.nr_skipped; i++)
 			FB_COUNT(w, newidle_ni_skips);
+		for (unsigned l = 0; l < 32; l++) {
+			unsigned at = FB_MIN(l, FB_BAL_LEVELS - 1);
+
+			if (res.skipped_levels & (1u << l))
+				fb_write_once(&w->bal.nr_ni_skips[at],
+					      w->bal.nr_ni_skips[at] + 1);
+		}
 		if (res.idle_entry == FB_IDLE_ENTRY_KICK)
 			t = fb_place_kick(&c.v, w->id, FB_KICK_STATS, now,
 					  FB_TICK_NS);

@@ -194,6 +194,10 @@ struct fb_wbalance {
 	/* Owner-written with fb_write_once: stats.c reads them. */
 	uint32_t nr_lb[FB_BAL_LEVELS];	   /* balance attempts per level */
 	uint32_t nr_pulled[FB_BAL_LEVELS]; /* fibers pulled per level */
+	/* ASYM_PACKING's pulls and push requests per level */
+	uint32_t nr_asym[FB_BAL_LEVELS];
+	/* newly-idle balances NI_RANDOM skipped per level */
+	uint32_t nr_ni_skips[FB_BAL_LEVELS];
 };
 
 /*

@@ -78,10 +78,11 @@ static void json_row(struct out *o, const uint64_t *v)
 }
 
 /*
- * level_rows - worker @w's balance attempts and pulls per domain level of
- * the current view, bottom up: JSON "levels":[{"name":...},...] or a
- * table line "SMT 12/0 LLC 5/1 ...".  The counters are owner-written
- * words; relaxed reads are enough for statistics.
+ * level_rows - worker @w's balance attempts, pulls, ASYM_PACKING pulls and
+ * NI_RANDOM skips per domain level of the current view, bottom up: JSON
+ * "levels":[{"name":...},...] or a table line "SMT 12/0/0/3 LLC 5/1/0/0
+ * ...".  The counters are owner-written words; relaxed reads are enough
+ * for statistics.
  */
 static void level_rows(struct out *o, int w, bool json)
 {
@@ -99,14 +100,20 @@ static void level_rows(struct out *o, int w, bool json)
 			__atomic_load_n(&wk->bal.nr_lb[l], __ATOMIC_RELAXED);
 		unsigned long long got = __atomic_load_n(&wk->bal.nr_pulled[l],
 							 __ATOMIC_RELAXED);
+		unsigned long long asym =
+			__atomic_load_n(&wk->bal.nr_asym[l], __ATOMIC_RELAXED);
+		unsigned long long skip = __atomic_load_n(
+			&wk->bal.nr_ni_skips[l], __ATOMIC_RELAXED);
 
 		if (json)
 			put(o,
 			    "%s{\"name\":\"%s\",\"lb_balances\":%llu,"
-			    "\"lb_pulled\":%llu}",
-			    first ? "" : ",", d->name, nr, got);
+			    "\"lb_pulled\":%llu,\"lb_asym_pulls\":%llu,"
+			    "\"newidle_ni_skips\":%llu}",
+			    first ? "" : ",", d->name, nr, got, asym, skip);
 		else
-			put(o, " %s %llu/%llu", d->name, nr, got);
+			put(o, " %s %llu/%llu/%llu/%llu", d->name, nr, got,
+			    asym, skip);
 		first = false;
 	}
 	if (json)

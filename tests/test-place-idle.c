@@ -318,6 +318,36 @@ static void ni_domain(struct fb_domain *d)
 	d->newidle_ratio = FB_NEWIDLE_RATIO_INIT;
 }
 
+/* A newly-idle balance that NI_RANDOM skips says at which level. */
+static void test_place_idle_ni_random_skip_names_the_level(void **state)
+{
+	struct sim s;
+	struct fake f = { 0 };
+	struct fb_balance_ops ops;
+	struct fb_newidle_result r;
+	struct fb_domain *d0;
+
+	(void)state;
+	sim_open(&s, A1, false, 0);
+	sim_features(FB_FEAT_BIT(NI_RANDOM), 0);
+	f.s = &s;
+	f.now = 100 * MS;
+	f.tick = 100;
+	ops = ops_of(&f);
+	d0 = s.sv->sd[3];
+	d0->newidle_call = FB_NEWIDLE_CALLS_INIT;
+	d0->newidle_success = 0;
+	d0->newidle_ratio = 0; /* nothing pulled lately: draws > 1 skip */
+	s.pw[3].rng = 12345;   /* a draw above 1 (checked below) */
+	s.g.overloaded = true;
+	s.pw[3].avg_idle = 2 * MS;
+	fb_place_newidle(&s.v, 3, f.now, f.tick, &ops, &r);
+	assert_int_equal(r.nr_balances, 0);
+	assert_int_equal(r.nr_skipped, 1);
+	assert_int_equal(r.skipped_levels, 1u << d0->level);
+	sim_close(&s);
+}
+
 static void test_place_idle_h5_5_ni_random_bookkeeping(void **state)
 {
 	struct fb_domain d;
@@ -471,6 +501,8 @@ int main(void)
 		cmocka_unit_test(test_place_idle_h5_4_gate),
 		cmocka_unit_test(test_place_idle_newidle_cost_includes_decay),
 		cmocka_unit_test(test_place_idle_h5_5_ni_random_bookkeeping),
+		cmocka_unit_test(
+			test_place_idle_ni_random_skip_names_the_level),
 		cmocka_unit_test(test_place_idle_h3_6_asym_kick),
 		cmocka_unit_test(test_place_idle_kick_target_and_pending),
 		cmocka_unit_test(test_place_idle_intervals_and_rebalance),
