@@ -556,13 +556,13 @@ struct fb_balance_ops {
 
 /* What one newly-idle balance did (1.7). */
 struct fb_newidle_result {
-	int pulled;	      /* fibers pulled */
-	unsigned nr_balances; /* domains balanced */
-	unsigned nr_skipped;  /* domains skipped by NI_RANDOM */
+	int pulled;		 /* fibers pulled */
+	unsigned nr_balances;	 /* domains balanced */
+	unsigned nr_skipped;	 /* domains skipped by NI_RANDOM */
 	unsigned skipped_levels; /* bit d->level (up to 31) of each */
-	bool own_decayed;     /* own blocked load decayed */
-	bool gated;	      /* stopped by the gate */
-	unsigned idle_entry;  /* FB_IDLE_ENTRY_* decided for rule 4 */
+	bool own_decayed;	 /* own blocked load decayed */
+	bool gated;		 /* stopped by the gate */
+	unsigned idle_entry;	 /* FB_IDLE_ENTRY_* decided for rule 4 */
 };
 
 /* Rule 4 outcomes (6(b)): nothing, run the STATS pass before sleeping
