@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-fault.c - allocation failures (white-box: fb_fault_fail_nth).  Each
- * test runs one operation with its n-th allocation or stack mapping
+ * test-fault.c - allocation failures (white-box: fb_fault_fail_nth) over
+ * init, create, sync objects, channels, pipes and poller registration.
+ * Each test runs one operation with its n-th allocation or stack mapping
  * failing, for n = 1, 2, ... until the operation succeeds, and checks that
  * every failure is ENOMEM or EAGAIN, that the runtime still works after
  * it, and (under ASan's leak checker, ./dev asan) that nothing leaked.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -230,12 +234,68 @@ static void test_fault_sync_objects_fail_cleanly(void **state)
 	assert_int_equal(fiber_shutdown(), 0);
 }
 
+/*
+ * Poller registration: the first wait on an fd allocates its part of the
+ * fd table (sched-poll.c).  A wait whose allocation fails says ENOMEM and
+ * leaves nothing armed; the next one registers the fd and works.
+ */
+static int poll_fd = -1;
+
+static int op_poll(void)
+{
+	int r = fiber_poll(poll_fd, POLLIN, 1); /* empty: times out */
+
+	return r < 0 ? errno : 0;
+}
+
+static void *poll_in_fiber(void *arg)
+{
+	(void)arg;
+	return (void *)(long)fiber_poll(poll_fd, POLLIN, 1000);
+}
+
+/* Fibers wait through the poller (threads use poll(2)): run the failing
+ * waits in one fiber, so that nothing else allocates meanwhile. */
+static void *poll_faults_in_fiber(void *arg)
+{
+	(void)arg;
+	return (void *)(long)fail_each(op_poll, false);
+}
+
+static void test_fault_poller_registration_fails_cleanly(void **state)
+{
+	void *points = NULL;
+	char b = 'x';
+	fiber_t f;
+	int p[2];
+
+	(void)state;
+	assert_int_equal(start(), 0);
+	assert_int_equal(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+	poll_fd = p[0];
+	assert_int_equal(fiber_create(&f, NULL, poll_faults_in_fiber, NULL), 0);
+	assert_int_equal(fiber_join(f, &points), 0);
+	print_message("# poller registration: %ld failure points\n",
+		      (long)points);
+	assert_true((long)points >= 1); /* the fd table's chunk at least */
+	check_alive();
+	/* registered now: a fiber's wait sees the readiness */
+	assert_int_equal(write(p[1], &b, 1), 1);
+	assert_int_equal(fiber_create(&f, NULL, poll_in_fiber, NULL), 0);
+	assert_int_equal(fiber_join(f, &points), 0);
+	assert_int_equal((long)points, POLLIN);
+	close(p[0]);
+	close(p[1]);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fault_init_fails_cleanly),
 		cmocka_unit_test(test_fault_create_fails_cleanly),
 		cmocka_unit_test(test_fault_sync_objects_fail_cleanly),
+		cmocka_unit_test(test_fault_poller_registration_fails_cleanly),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
