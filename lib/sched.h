@@ -483,12 +483,14 @@ void fb_sched_pelt_attach(struct fb_worker *w, struct fb_fiber *f,
 			  uint64_t now);
 
 /* fb_sched_pelt_worker - account @w's interval up to @now; @busy: a fiber
- * ran during it.  Context: @w's averages' writer (avg_busy, place.h). */
+ * ran during it (else nothing was runnable: fibers queued now arrived at
+ * its end, which is why the worker leaves idle).  Context: @w's averages'
+ * writer (avg_busy, place.h). */
 static inline void fb_sched_pelt_worker(struct fb_worker *w, uint64_t now,
 					bool busy)
 {
 	int nr = fb_load_relaxed(&w->pw.nr_running);
-	unsigned n = busy ? (unsigned)FB_MAX(nr, 1) : (unsigned)FB_MAX(nr, 0);
+	unsigned n = busy ? (unsigned)FB_MAX(nr, 1) : 0;
 
 	if (fb_unlikely(fb_load_relaxed(&w->pw.removed.nr)))
 		fb_pelt_fold_removed(&w->pw.avg, &w->pw.removed);
