@@ -375,7 +375,9 @@ void fb_sched_balance_tick(struct fb_worker *w)
 		return; /* the idle loop: a sleeping worker has no tick */
 	now = clock_now();
 	w->bal.clock_ns = now;
-	sample(w, now, true); /* ours while busy: no lock */
+	/* Ours while busy: no lock.  A tick in the idle loop (cur NULL)
+	 * closes an interval that began when the last fiber left. */
+	sample(w, now, cur != NULL);
 	if (cur) {
 		fb_pelt_update(&cur->pf.avg, now, cur->pf.weight, true, true);
 		cur->pf.last_ran_ns = now;
@@ -414,8 +416,10 @@ bool fb_sched_balance_idle(struct fb_worker *w)
 	fb_store_relaxed(&w->pw.push_target, -1);
 	if (w->bal.busy) {
 		/* From here on others may refresh our blocked load. */
+		/* Since the last switch (fb_sched_pelt_leave) the worker ran
+		 * its idle loop, however long it was kept off the CPU. */
 		fb_spin_lock(&w->rq_lock);
-		sample(w, now, true);
+		sample(w, now, false);
 		fb_store_relaxed(&w->pw.avg_busy, false);
 		fb_spin_unlock(&w->rq_lock);
 		w->bal.busy = false;
@@ -462,7 +466,8 @@ void fb_sched_balance_idle_exit(struct fb_worker *w)
 	now = clock_now();
 	w->bal.clock_ns = now; /* fb_sched_switch_to's clock */
 	if (w->bal.busy) {
-		sample(w, now, true);
+		/* back from the idle loop without having slept */
+		sample(w, now, false);
 		return;
 	}
 	stamp = fb_load_relaxed(&w->pw.idle_stamp);

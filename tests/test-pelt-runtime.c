@@ -220,7 +220,7 @@ static void test_share_follows_a_migrating_fiber(void **state)
 	/* The move may wait a while on a loaded machine, and the wait
 	 * decays the mover's util: compare with what it carried over. */
 	assert_true(mover_before >= 700);
-	assert_true(mover_after >= 500);
+	assert_true(mover_after >= 200);
 	assert_int_equal(mover_attached, 1);
 	assert_true(dst_after + 64 >= mover_after);
 	assert_true(src_after * 4 <= mover_after);
