@@ -22,6 +22,8 @@ FB_COUNTER(direct_enqueues, "wakeups enqueued under a remote run-queue lock")
 FB_COUNTER(local_enqueues, "wakeups enqueued on the waker's own worker")
 FB_COUNTER(on_worker_waits,
 	   "wakers that waited for the wakee to leave its stack")
+FB_COUNTER(wake_on_worker,
+	   "wakeups handed to the worker still leaving the wakee (its wakelist)")
 FB_COUNTER(wakelist_drains, "wakelist drains that found fibers")
 FB_COUNTER(futex_wakes, "futex wakes of sleeping workers")
 FB_COUNTER(poll_wakes, "wakeups noticed by a polling worker, no system call")

@@ -392,6 +392,7 @@ bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
 		t = f->pf.prev;
 		if (fb_place_use_wakelist(&v, &f->pf, t,
 					  this ? this->id : -1)) {
+			FB_COUNT(this, wake_on_worker);
 			push(f, fb_rt->workers[t], this);
 			fb_sched_view_exit();
 			return true;

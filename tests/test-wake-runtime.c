@@ -61,6 +61,7 @@ static void *pong(void *arg)
  * a synthetic one), LOOPS round trips.  Returns the counters' deltas. */
 struct deltas {
 	long long pushes, direct, futex, poll_wakes, wakeups, placements;
+	long long on_worker;
 };
 
 static void run_split_pingpong(const char *features, long idle_poll_us,
@@ -101,6 +102,7 @@ static void run_split_pingpong(const char *features, long idle_poll_us,
 	d->poll_wakes = fiber_stats_counter("poll_wakes");
 	d->wakeups = fiber_stats_counter("wakeups");
 	d->placements = fiber_stats_counter("wake_placements");
+	d->on_worker = fiber_stats_counter("wake_on_worker");
 	fiber_pipe_destroy(p.ab);
 	fiber_pipe_destroy(p.ba);
 	assert_int_equal(fiber_shutdown(), 0);
@@ -119,9 +121,10 @@ static void test_wake_runtime_same_llc_idle_uses_wakelist(void **state)
 	assert_true(d.pushes >= LOOPS);
 	assert_true(d.direct < d.pushes / 10);
 	/* Every wakeup is placed, except those handed back to the worker
-	 * that was still leaving the fiber (the on_worker shortcut). */
-	assert_true(d.placements <= d.wakeups);
-	assert_true(d.placements >= d.wakeups - d.wakeups / 10);
+	 * that was still leaving the fiber (the on_worker shortcut): how
+	 * many depends on timing (many more under TSan), the sum does not. */
+	assert_int_equal(d.placements + d.on_worker, d.wakeups);
+	assert_true(d.placements > 0);
 }
 
 /* ... and under the target's run-queue lock without it. */
