@@ -100,6 +100,38 @@ void fb_spin_lock_slow(struct fb_spinlock *l)
 	}
 }
 
+size_t fb_escape(char *dst, size_t len, const char *src, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	if (!len)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)src[i];
+		char e[4];
+		size_t k = 0;
+
+		if (c == '"' || c == '\\') {
+			e[k++] = '\\';
+			e[k++] = (char)c;
+		} else if (c < 0x20 || c > 0x7e) {
+			e[k++] = '\\';
+			e[k++] = 'x';
+			e[k++] = hex[c >> 4];
+			e[k++] = hex[c & 15];
+		} else {
+			e[k++] = (char)c;
+		}
+		if (o + k >= len)
+			break;
+		for (size_t j = 0; j < k; j++)
+			dst[o++] = e[j];
+	}
+	dst[o] = '\0';
+	return o;
+}
+
 uint64_t fb_now_ns(void)
 {
 	struct timespec ts;

@@ -93,6 +93,19 @@ static inline void fb_spin_unlock(struct fb_spinlock *l)
 	atomic_store_explicit(&l->locked, 0, memory_order_release);
 }
 
+/*
+ * fb_escape - copy @n bytes of @src to @dst (room for @len bytes, always
+ * NUL-terminated) with every byte outside printable ASCII, the double
+ * quote and the backslash written as \xNN, \" and \\, so that a name
+ * prints as one unambiguous line.  Returns the length written.
+ * Async-signal-safe.  A @len of 4 * @n + 1 always suffices.
+ */
+size_t fb_escape(char *dst, size_t len, const char *src, size_t n);
+
+/* The three moments of a pthread_atfork() handler, for the per-module
+ * hooks that sched-init.c calls. */
+enum { FB_ATFORK_PREPARE, FB_ATFORK_PARENT, FB_ATFORK_CHILD };
+
 /* Monotonic clock in nanoseconds (vDSO clock_gettime: no system call). */
 uint64_t fb_now_ns(void);
 /* The same at tick resolution (CLOCK_MONOTONIC_COARSE, a few ns to read);

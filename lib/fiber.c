@@ -187,18 +187,38 @@ static void registry_del(struct fb_fiber *f)
 
 /* ---- create, join, detach, exit -------------------------------------------- */
 
+static int create(fiber_t *fiber, const fiber_attr_t *attr, void *(*fn)(void *),
+		  void *arg);
+
 int fiber_create(fiber_t *fiber, const fiber_attr_t *attr, void *(*fn)(void *),
 		 void *arg)
 {
-	struct fb_fiber *f;
-	size_t size;
-	int rc, t;
+	bool foreign;
+	int rc;
 
 	if (!fiber || !fn)
 		return EINVAL;
 	rc = fb_runtime_get();
 	if (rc)
 		return rc;
+	/* Through the gate (sched.h): a shutdown that has begun refuses. */
+	foreign = !fb_worker_self();
+	if (foreign ? !fb_rt_enter() : !fb_load_relaxed(&fb_rt_open))
+		return ESHUTDOWN;
+	rc = create(fiber, attr, fn, arg);
+	if (foreign)
+		fb_rt_leave();
+	return rc;
+}
+
+/* create - fiber_create() inside the gate. */
+static int create(fiber_t *fiber, const fiber_attr_t *attr, void *(*fn)(void *),
+		  void *arg)
+{
+	struct fb_fiber *f;
+	size_t size;
+	int rc, t;
+
 	size = attr && attr->stack_size ? attr->stack_size :
 					  fb_runtime_stack_size();
 	if (size < FIBER_STACK_MIN)
@@ -206,6 +226,7 @@ int fiber_create(fiber_t *fiber, const fiber_attr_t *attr, void *(*fn)(void *),
 	f = fb_fiber_alloc();
 	if (!f)
 		return EAGAIN;
+	f->epoch = fb_load_relaxed(&fb_rt_epoch);
 	f->pf.prev = -1;
 	f->pf.recent_used = -1;
 	f->pf.attached = -1; /* attached where it first runs (sched.h) */
@@ -254,7 +275,7 @@ void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 	free_it = f->join == FB_DETACHED;
 	fb_spin_unlock(&f->join_lock);
 	fb_sched_fiber_reaped();
-	if (joiner)
+	if (joiner && fb_waiter_claim(joiner, FB_CLAIM_WOKEN))
 		fb_waiter_wake(joiner, 0);
 	else if (free_it)
 		fb_fiber_free(f);
@@ -269,15 +290,23 @@ int fiber_join(fiber_t f, void **retval)
 	if (f == fb_current())
 		return EDEADLK;
 	fb_spin_lock(&f->join_lock);
+	if (f->abandoned) { /* by a fiber_shutdown(): it will never end */
+		fb_spin_unlock(&f->join_lock);
+		return ESHUTDOWN;
+	}
 	if (f->join != FB_JOINABLE) {
 		fb_spin_unlock(&f->join_lock);
 		return EINVAL;
 	}
 	f->join = FB_JOINING;
 	if (!f->exited) {
-		fb_waiter_prepare(&w);
+		fb_waiter_prepare(&w, FB_WAIT_JOIN, f);
 		f->joiner = &w;
 		fb_waiter_wait(&w, &f->join_lock);
+		if (w.result) { /* abandoned while we waited */
+			f->join = FB_JOINABLE;
+			return w.result;
+		}
 	} else {
 		fb_spin_unlock(&f->join_lock);
 	}
@@ -458,4 +487,14 @@ static void run_key_destructors(struct fb_fiber *f)
 	}
 	fb_free(f->specific);
 	f->specific = NULL;
+}
+
+/* The key table across fork(): held over it so the child's copy is
+ * whole (sched-init.c's atfork handlers). */
+void fb_fiber_atfork(int phase)
+{
+	if (phase == FB_ATFORK_PREPARE)
+		fb_spin_lock(&keys_lock);
+	else
+		fb_spin_unlock(&keys_lock);
 }

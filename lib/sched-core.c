@@ -95,6 +95,16 @@
 struct fb_runtime *fb_rt;
 void (*fb_test_switch_hook)(void);
 atomic_bool fb_rt_up;
+atomic_bool fb_rt_open;
+_Atomic uint64_t fb_rt_epoch;
+/* Foreign threads inside the gate (sched.h); one shared line, touched
+ * only by threads that are not workers. */
+static atomic_long rt_inside;
+/* Facts of the running runtime that any thread may read at any time:
+ * set by fiber_init() before the gate opens, cleared by fiber_shutdown()
+ * (fb_runtime_set_facts). */
+static atomic_int rt_nr_workers;
+static _Atomic size_t rt_stack_size;
 __thread struct fb_worker *fb_this_worker_tls
 	__attribute__((tls_model("initial-exec")));
 
@@ -114,6 +124,16 @@ struct fb_fiber *fb_current(void)
 	return w ? w->curr : NULL;
 }
 
+uint64_t fb_thread_id(void)
+{
+	static _Atomic uint64_t next = 1;
+	static __thread uint64_t id;
+
+	if (fb_unlikely(!id))
+		id = (UINT64_C(1) << 63) | fb_add_relaxed(&next, 1);
+	return id;
+}
+
 void fb_count_foreign(size_t offset)
 {
 	struct fb_runtime *r = fb_rt;
@@ -124,14 +144,55 @@ void fb_count_foreign(size_t offset)
 			memory_order_relaxed);
 }
 
+bool fb_rt_enter(void)
+{
+	/* Dekker with fiber_shutdown(): it stores the gate closed (seq_cst)
+	 * and then reads rt_inside (seq_cst); we add (seq_cst) and then
+	 * read the gate.  One of the two sees the other. */
+	atomic_fetch_add(&rt_inside, 1);
+	if (fb_likely(fb_load_seqcst(&fb_rt_open)))
+		return true;
+	atomic_fetch_sub(&rt_inside, 1);
+	return false;
+}
+
+void fb_rt_leave(void)
+{
+	atomic_fetch_sub_explicit(&rt_inside, 1, memory_order_release);
+}
+
+void fb_rt_atfork_child(void)
+{
+	fb_store_relaxed(&rt_inside, 0);
+	fb_runtime_set_facts(0, 0);
+	fb_this_worker_tls = NULL; /* the child's thread is no worker */
+}
+
+void fb_rt_wait_outside(void)
+{
+	for (unsigned int spins = 0; fb_load_seqcst(&rt_inside);)
+		if (++spins < 64)
+			sched_yield();
+		else
+			usleep(100);
+}
+
+void fb_runtime_set_facts(int nr_workers, size_t stack_size)
+{
+	fb_store_relaxed(&rt_stack_size, stack_size);
+	fb_store_release(&rt_nr_workers, nr_workers);
+}
+
 int fb_runtime_nr_workers(void)
 {
-	return fb_load_acquire(&fb_rt_up) ? fb_rt->nr_workers : 0;
+	return fb_load_acquire(&rt_nr_workers);
 }
 
 size_t fb_runtime_stack_size(void)
 {
-	return fb_rt ? fb_rt->env.stack_size : FB_STACK_DEFAULT;
+	size_t s = fb_load_relaxed(&rt_stack_size);
+
+	return s ? s : FB_STACK_DEFAULT;
 }
 
 int fb_runtime_worker_node(int worker)
@@ -359,13 +420,33 @@ static void count_wake(struct fb_worker *this, const struct fb_wake_result *r)
 		FB_COUNT(this, scan_cut_core_limit);
 }
 
+static bool wake(struct fb_worker *this, struct fb_fiber *f,
+		 unsigned int flags);
+
 bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
 {
 	struct fb_worker *this = fb_worker_self();
+	bool woken;
+
+	if (fb_likely(this))
+		return wake(this, f, flags);
+	if (!fb_rt_enter()) /* a foreign thread: through the gate */
+		return false;
+	woken = wake(NULL, f, flags);
+	fb_rt_leave();
+	return woken;
+}
+
+/* wake - fb_fiber_wake() once the waker may use the runtime. */
+static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
+{
 	int s = fb_load_acquire(&f->state), t;
 	struct fb_place_view v;
 	struct fb_wake_result res;
 
+	/* A fiber an earlier runtime abandoned never runs in this one. */
+	if (fb_unlikely(f->epoch != fb_load_relaxed(&fb_rt_epoch)))
+		return false;
 	for (;;) {
 		if (s == FB_FIBER_PARKING) {
 			if (fb_cas(&f->state, &s, FB_FIBER_RUNNING)) {
@@ -414,15 +495,34 @@ bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
 
 /* ---- waiters ------------------------------------------------------------- */
 
-void fb_waiter_prepare(struct fb_waiter *w)
+void fb_waiter_prepare(struct fb_waiter *w, int kind, const void *obj)
 {
 	struct fb_fiber *f = fb_current();
 
 	w->fiber = f;
 	w->result = 0;
+	w->kind = kind;
+	w->obj = obj;
+	w->deadline = FB_NO_DEADLINE;
+	fb_store_relaxed(&w->claim, FB_CLAIM_NONE);
 	fb_store_relaxed(&w->futex, 0);
-	if (f)
+	if (f) {
+		fb_store_relaxed(&f->waiter, w);
 		fb_store_relaxed(&f->state, FB_FIBER_PARKING);
+	}
+}
+
+const char *fb_wait_kind_name(int kind)
+{
+	static const char *const names[] = {
+#define FB_WAIT_NAME(name, str) [FB_WAIT_##name] = str,
+		FB_WAIT_KINDS(FB_WAIT_NAME)
+#undef FB_WAIT_NAME
+	};
+
+	if (kind < 0 || (size_t)kind >= FB_ARRAY_SIZE(names))
+		return "?";
+	return names[kind];
 }
 
 void fb_waiter_wait(struct fb_waiter *w, struct fb_spinlock *lock)
@@ -654,6 +754,8 @@ void fb_fiber_main(void)
 	fb_sched_finish_switch(w);
 	f = w->curr;
 	f->retval = f->fn(f->arg);
+	if (fb_unlikely(!fb_worker_self()))
+		exit(0); /* in the child of a fork() (sched-init.c) */
 	fiber_exit(f->retval);
 	__builtin_unreachable();
 }

@@ -14,6 +14,9 @@
 #include "topo.h"
 
 static pthread_mutex_t rt_mutex = PTHREAD_MUTEX_INITIALIZER;
+/* Fibers abandoned by fiber_shutdown() (below): never freed. */
+static struct fb_spinlock graveyard_lock;
+static struct fb_list graveyard = FB_LIST_INIT(graveyard); /* live_node */
 
 /* ---- start and stop ------------------------------------------------------ */
 
@@ -127,6 +130,70 @@ static void stop_workers(int started)
 		pthread_join(fb_rt->workers[i]->thread, NULL);
 }
 
+/*
+ * fork().  The child has one thread, a copy of every structure, and none
+ * of the workers, so the copied runtime can neither run nor be stopped.
+ * The child handler drops it (kept reachable, never freed: its locks and
+ * lists may be in any state) and resets what the next call needs: the
+ * next call that wants a runtime starts a fresh one, fiber_shutdown()
+ * says ESRCH, and no fiber of the parent ever runs (fb_rt_epoch moves
+ * on).  The calling thread, even if it forked from a fiber, is an
+ * ordinary thread of the child: fiber_self() is NULL, blocking calls
+ * block it, and if the fiber's function returns the child exits with
+ * status 0, as when the last thread of a process ends.  The poller is
+ * closed in the child (the parent's epoll set is shared with it) and the
+ * RCU machinery stops waiting for the parent's readers (topo-rcu.c).  The
+ * prepare handler holds the small process-wide locks (keys, stack pool)
+ * over the fork so that the child's copies are whole.  fork() + exec()
+ * and fork() + _exit() cost nothing more.
+ */
+static struct fb_runtime *forked_away; /* the parents' runtimes */
+
+static void atfork_prepare(void)
+{
+	fb_stack_atfork(FB_ATFORK_PREPARE);
+	fb_fiber_atfork(FB_ATFORK_PREPARE);
+}
+
+static void atfork_parent(void)
+{
+	fb_fiber_atfork(FB_ATFORK_PARENT);
+	fb_stack_atfork(FB_ATFORK_PARENT);
+}
+
+static void atfork_child(void)
+{
+	fb_fiber_atfork(FB_ATFORK_CHILD);
+	fb_stack_atfork(FB_ATFORK_CHILD);
+	pthread_mutex_init(&rt_mutex, NULL);
+	fb_store_relaxed(&graveyard_lock.locked, 0);
+	if (fb_rt) {
+		fb_rt->forked_prev = forked_away;
+		forked_away = fb_rt;
+	}
+	fb_rt = NULL;
+	fb_store_relaxed(&fb_rt_open, false);
+	fb_store_relaxed(&fb_rt_up, false);
+	fb_add(&fb_rt_epoch, 1);
+	fb_store_relaxed(&fb_features_mask, fb_features_default());
+	fb_rt_atfork_child();
+	fb_poll_atfork_child();
+	fb_topo_atfork_child();
+}
+
+static void atfork_once(void)
+{
+	if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child))
+		fb_die(__FILE__, __LINE__, "pthread_atfork failed");
+}
+
+static void atfork_register(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, atfork_once);
+}
+
 int fiber_init(const struct fiber_config *config)
 {
 	struct fb_runtime *r;
@@ -136,10 +203,12 @@ int fiber_init(const struct fiber_config *config)
 	rc = EBUSY;
 	if (fb_load_acquire(&fb_rt_up))
 		goto out;
+	atfork_register();
 	rc = runtime_new(config, &r);
 	if (rc)
 		goto out;
 	fb_rt = r;
+	fb_add(&fb_rt_epoch, 1); /* before any fiber of this runtime exists */
 	fb_store_seqcst(&fb_features_mask, r->env.features);
 	fb_guard_install();
 	for (i = 0; i < r->nr_workers; i++) {
@@ -155,6 +224,8 @@ int fiber_init(const struct fiber_config *config)
 		rc = EAGAIN;
 		goto out;
 	}
+	fb_runtime_set_facts(r->nr_workers, r->env.stack_size);
+	fb_store_seqcst(&fb_rt_open, true);
 	fb_store_release(&fb_rt_up, true);
 out:
 	pthread_mutex_unlock(&rt_mutex);
@@ -172,7 +243,8 @@ int fb_runtime_get(void)
 }
 
 /* all_quiet - every worker asleep (futex or epoll) with nothing queued or
- * handed off and no timer armed. */
+ * handed off.  Armed timers do not count: a fiber that sleeps or waits
+ * with a deadline is blocked like any other. */
 static bool all_quiet(void)
 {
 	for (int i = 0; i < fb_rt->nr_workers; i++) {
@@ -180,16 +252,141 @@ static bool all_quiet(void)
 
 		if ((fb_load_seqcst(&w->pw.state) & FB_WS_MASK) <
 			    FB_WS_SLEEPING ||
-		    fb_worker_has_work(w) || fb_timer_next(w))
+		    fb_worker_has_work(w))
 			return false;
 	}
 	return true;
 }
 
-void fb_stats_dump_at_exit(void);
+/* ---- fibers left behind --------------------------------------------------- */
+
+/*
+ * Fibers still blocked when fiber_shutdown() stops the workers cannot be
+ * freed: their wait-list entries sit in objects the application owns
+ * (a mutex, a channel...) and a late unlock or post would walk into them.
+ * So they are abandoned: each one's waiter is claimed (ABANDONED, sched.h),
+ * which makes every waker skip it, and the descriptor and stack move to
+ * the graveyard, which nothing frees and the leak checkers can reach.  A
+ * join on such a fiber gives ESHUTDOWN.
+ */
+/* Abandoned fibers named one by one in the report; the rest are counted. */
+#define FB_ABANDON_REPORT_MAX 32
+
+/* describe - what @f waits on, into @buf.  Context: workers stopped. */
+static void describe(const struct fb_fiber *f, char *buf, size_t len)
+{
+	const struct fb_waiter *w = fb_load_relaxed(&f->waiter);
+	int s = fb_load_relaxed(&f->state);
+	uint64_t now = fb_now_ns();
+
+	if ((s != FB_FIBER_PARKED && s != FB_FIBER_PARKING) || !w) {
+		snprintf(buf, len, "runnable, but its worker had stopped");
+		return;
+	}
+	switch (w->kind) {
+	case FB_WAIT_FD:
+		snprintf(buf, len, "waits on fd %d (events 0x%x)",
+			 (int)(intptr_t)w->obj, (unsigned int)w->data);
+		break;
+	case FB_WAIT_SLEEP:
+		snprintf(buf, len, "sleeps");
+		break;
+	case FB_WAIT_JOIN:
+		snprintf(buf, len, "joins fiber %llu",
+			 (unsigned long long)((const struct fb_fiber *)w->obj)
+				 ->id);
+		break;
+	default:
+		snprintf(buf, len, "waits on %s %p", fb_wait_kind_name(w->kind),
+			 w->obj);
+		break;
+	}
+	if (w->deadline != FB_NO_DEADLINE && w->deadline > now) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, len - n, " (%.3f s left)",
+			 (double)(w->deadline - now) / 1e9);
+	}
+}
+
+/* abandon - leave @f behind (see above) and report it.  Context: workers
+ * stopped, the gate closed and no foreign thread inside. */
+static void abandon(struct fb_fiber *f, int nth)
+{
+	struct fb_waiter *w = fb_load_relaxed(&f->waiter), *joiner;
+	int s = fb_load_relaxed(&f->state);
+	char what[160], name[4 * sizeof(f->name) + 1];
+
+	if (nth < FB_ABANDON_REPORT_MAX) {
+		describe(f, what, sizeof(what));
+		fb_escape(name, sizeof(name), f->name, strlen(f->name));
+		fprintf(stderr, "libfiber:   fiber %llu \"%s\": %s\n",
+			(unsigned long long)f->id, name, what);
+	}
+	if ((s == FB_FIBER_PARKED || s == FB_FIBER_PARKING) && w)
+		fb_waiter_claim(w, FB_CLAIM_ABANDONED);
+	fb_spin_lock(&f->join_lock);
+	f->abandoned = true;
+	joiner = f->joiner;
+	f->joiner = NULL;
+	fb_spin_unlock(&f->join_lock);
+	/* A thread joining it would wait for ever: tell it. */
+	if (joiner && !joiner->fiber &&
+	    fb_waiter_claim(joiner, FB_CLAIM_WOKEN)) {
+		joiner->result = ESHUTDOWN;
+		fb_waiter_wake(joiner, 0);
+	}
+}
+
+/* abandon_all - abandon every fiber still in the registry; returns how
+ * many.  Context: as abandon(). */
+static long abandon_all(void)
+{
+	long n = fb_load_relaxed(&fb_rt->nr_live), k = 0;
+
+	if (n <= 0)
+		return 0;
+	fprintf(stderr,
+		"libfiber: fiber_shutdown: %ld fibers still blocked are "
+		"abandoned (their stacks stay allocated):\n",
+		n);
+	fb_spin_lock(&graveyard_lock);
+	for (int i = 0; i < fb_rt->nr_workers; i++) {
+		struct fb_worker *w = fb_rt->workers[i];
+		struct fb_list *node;
+
+		while ((node = fb_list_pop(&w->live))) {
+			abandon(fb_list_entry(node, struct fb_fiber, live_node),
+				(int)k++);
+			fb_list_add_tail(node, &graveyard);
+		}
+	}
+	fb_spin_unlock(&graveyard_lock);
+	if (k > FB_ABANDON_REPORT_MAX)
+		fprintf(stderr, "libfiber:   ... and %ld more\n",
+			k - FB_ABANDON_REPORT_MAX);
+	return k;
+}
+
+/*
+ * fiber_shutdown - the shutdown protocol:
+ *  1. Let runnable fibers finish: wait until every worker is asleep with
+ *     nothing to run, twice FB_QUIET_NS apart.  Fibers that sleep or wait
+ *     with a deadline count as blocked, so this ends at most about
+ *     2 * FB_QUIET_NS plus the idle poll window after the last runnable
+ *     fiber finished.
+ *  2. Close the gate: creates now fail with ESHUTDOWN; wait until no
+ *     foreign thread is inside (a create that got in has queued its
+ *     fiber, which the workers run in step 3).
+ *  3. Stop the workers: each runs what it has queued, then exits.
+ *  4. Abandon the fibers still blocked (above) and report them.
+ *  5. Free the runtime.
+ */
+#define FB_QUIET_NS (20 * 1000 * 1000ull)
 
 int fiber_shutdown(void)
 {
+	long abandoned;
 	int quiet = 0;
 
 	if (fb_worker_self())
@@ -199,26 +396,24 @@ int fiber_shutdown(void)
 		pthread_mutex_unlock(&rt_mutex);
 		return ESRCH;
 	}
-	/* Let runnable fibers finish.  Fibers blocked for good (all workers
-	 * asleep, twice in a row) are left behind and reported. */
 	while (fb_load_acquire(&fb_rt->nr_live) > 0 && quiet < 2) {
 		quiet = all_quiet() ? quiet + 1 : 0;
-		usleep(quiet ? 20000 : 1000);
+		usleep(quiet ? FB_QUIET_NS / 1000 : 1000);
 	}
-	if (fb_load_acquire(&fb_rt->nr_live) > 0)
-		fprintf(stderr,
-			"libfiber: fiber_shutdown: %ld fibers still blocked "
-			"are abandoned\n",
-			fb_load_acquire(&fb_rt->nr_live));
+	fb_store_seqcst(&fb_rt_open, false);
+	fb_rt_wait_outside();
 	stop_workers(fb_rt->nr_workers);
+	fb_rt_wait_outside(); /* wakes that raced with the stop */
+	abandoned = abandon_all();
 	if (fb_rt->env.stats != FB_STATS_OFF)
-		fiber_stats_print(2, fb_rt->env.stats == FB_STATS_JSON);
+		fb_stats_print_now(2, fb_rt->env.stats == FB_STATS_JSON);
 	fb_store_release(&fb_rt_up, false);
+	fb_runtime_set_facts(0, 0);
 	runtime_free(fb_rt);
 	fb_rt = NULL;
 	fb_store_seqcst(&fb_features_mask, fb_features_default());
 	pthread_mutex_unlock(&rt_mutex);
-	return 0;
+	return abandoned ? EBUSY : 0;
 }
 
 void fb_sched_fiber_reaped(void)

@@ -180,6 +180,8 @@ static void dispatch_fd(int fd, uint32_t revents, struct fb_worker *self)
 			left = true;
 			continue;
 		}
+		if (!fb_waiter_claim(w, FB_CLAIM_WOKEN))
+			continue; /* timed out: it unlinks itself */
 		fb_list_del(n);
 		w->data = revents;
 		w->result = 0;
@@ -221,7 +223,7 @@ int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline,
 	if (!d)
 		return fd < 0 ? EBADF : ENOMEM;
 	fb_spin_lock(&d->lock);
-	fb_waiter_prepare(&w);
+	fb_waiter_prepare(&w, FB_WAIT_FD, (const void *)(intptr_t)fd);
 	w.data = events;
 	fb_list_add_tail(&w.node, &d->waiters);
 	err = arm_locked(fd, d);
@@ -374,4 +376,19 @@ out:
 	next = fb_timer_next(w);
 	if (next)
 		fb_timer_run(w, fb_now_ns());
+}
+
+void fb_poll_atfork_child(void)
+{
+	pthread_mutex_init(&poller.init_lock, NULL);
+	if (fb_load_relaxed(&poller.up)) {
+		close(poller.evfd);
+		close(poller.epfd);
+		fb_store_relaxed(&poller.up, false);
+	}
+	fb_store_relaxed(&poller.busy, false);
+	for (int i = 0; i < FB_IOFD_CHUNKS; i++) {
+		fb_free(fb_load_relaxed(&poller.chunks[i]));
+		fb_store_relaxed(&poller.chunks[i], NULL);
+	}
 }

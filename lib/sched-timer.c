@@ -27,15 +27,16 @@
  * lock, or else waits for DONE.  After cancel the timer's memory is free.
  *
  * Timed waits (fb_waiter_wait_timed).  The waiter is on the object's wait
- * list Q under the object lock L, as in sched.h.  Its timer callback takes
- * L and, if the waiter is still on Q, unlinks it, stores ETIMEDOUT and
- * wakes it.  A normal waker unlinks it under L too (fb_list_pop and
- * fb_list_del leave a node pointing to itself), so exactly one of the two
- * takes it off Q and wakes it: whoever holds L first.  The other sees it
- * off the list and does nothing.  The sync objects never move waiters to a
- * private list to wake them after dropping L, so "off Q" means "taken".
- * The waiter cancels its timer before it returns, which waits for a
- * running callback, so the frame outlives every use.
+ * list Q under the object lock L, as in sched.h.  Its deadline and its
+ * wakers race for the waiter's claim word (sched.h): a waker claims it
+ * under L, unlinks it and wakes it; the timer callback claims it
+ * (TIMEDOUT) and only wakes the fiber, without touching the object, so
+ * a timer that fires as the object is destroyed cannot touch freed
+ * memory.  A timed-out waiter is still on Q, which keeps the object
+ * alive (destroy says EBUSY while a waiter is linked, and wakers skip a
+ * waiter they cannot claim); it takes L, unlinks itself and returns
+ * ETIMEDOUT.  The waiter cancels its timer before it returns, which waits
+ * for a running callback, so the frame outlives every use.
  */
 #include <errno.h>
 #include <time.h>
@@ -188,7 +189,6 @@ uint64_t fb_timer_next(struct fb_worker *w)
 struct timed_wait {
 	struct fb_timer timer;
 	struct fb_waiter *w;
-	struct fb_spinlock *lock;
 };
 
 static bool queued(const struct fb_waiter *w)
@@ -200,16 +200,20 @@ static bool queued(const struct fb_waiter *w)
 static void expire(struct fb_timer *t)
 {
 	struct timed_wait *tw = fb_container_of(t, struct timed_wait, timer);
-	struct fb_spinlock *lock = tw->lock;
-	struct fb_waiter *w = tw->w;
 
+	if (fb_waiter_claim(tw->w, FB_CLAIM_TIMEDOUT))
+		fb_waiter_wake(tw->w, 0);
+}
+
+/* leave - a waiter that claimed itself (timed out) takes itself off the
+ * wait list; it is still linked, so the object is alive. */
+static int leave(struct fb_waiter *w, struct fb_spinlock *lock)
+{
 	fb_spin_lock(lock);
-	if (queued(w)) {
+	if (queued(w))
 		fb_list_del(&w->node);
-		w->result = ETIMEDOUT;
-		fb_waiter_wake(w, 0);
-	}
 	fb_spin_unlock(lock);
+	return ETIMEDOUT;
 }
 
 /* The foreign-thread side: futex waits bounded by the deadline. */
@@ -223,13 +227,8 @@ static int wait_thread(struct fb_waiter *w, struct fb_spinlock *lock,
 	while (!fb_load_acquire(&w->futex)) {
 		now = fb_now_ns();
 		if (now >= deadline) {
-			fb_spin_lock(lock);
-			if (queued(w)) {
-				fb_list_del(&w->node);
-				fb_spin_unlock(lock);
-				return ETIMEDOUT;
-			}
-			fb_spin_unlock(lock);
+			if (fb_waiter_claim(w, FB_CLAIM_TIMEDOUT))
+				return leave(w, lock);
 			/* A waker took it: its wake is on the way. */
 			while (!fb_load_acquire(&w->futex))
 				fb_futex_wait(&w->futex, 0, NULL);
@@ -249,11 +248,15 @@ int fb_waiter_wait_timed(struct fb_waiter *w, struct fb_spinlock *lock,
 	struct timed_wait tw;
 	struct fb_worker *self;
 
+	w->deadline = deadline;
 	if (deadline == FB_NO_DEADLINE) {
 		fb_waiter_wait(w, lock);
 		return w->result;
 	}
 	if (fb_now_ns() >= deadline) {
+		/* Nobody can have claimed it: we hold the lock and armed no
+		 * timer. */
+		fb_store_relaxed(&w->claim, FB_CLAIM_TIMEDOUT);
 		fb_list_del(&w->node);
 		if (w->fiber)
 			fb_store_relaxed(&w->fiber->state, FB_FIBER_RUNNING);
@@ -266,10 +269,11 @@ int fb_waiter_wait_timed(struct fb_waiter *w, struct fb_spinlock *lock,
 	tw.timer.deadline = deadline;
 	tw.timer.fn = expire;
 	tw.w = w;
-	tw.lock = lock;
 	fb_timer_arm(&tw.timer, self);
 	fb_waiter_wait(w, lock);
 	fb_timer_cancel(&tw.timer);
+	if (fb_load_acquire(&w->claim) == FB_CLAIM_TIMEDOUT)
+		return leave(w, lock);
 	return w->result;
 }
 
@@ -319,7 +323,7 @@ void fiber_sleep(uint64_t ns)
 	}
 	fb_list_init(&q);
 	fb_spin_lock(&lock);
-	fb_waiter_prepare(&w);
+	fb_waiter_prepare(&w, FB_WAIT_SLEEP, NULL);
 	fb_list_add_tail(&w.node, &q);
 	fb_waiter_wait_timed(&w, &lock, deadline);
 }

@@ -79,6 +79,67 @@ struct fb_fiber {
 				     its live_lock (debugger registry) */
 	int live_worker;	  /* set at create, read at reap */
 	struct fb_san_fiber san;  /* sanitizer.h; creator and reaper only */
+	/* The wait it is in or was last in (fb_waiter_prepare); its own
+	 * worker writes it, debuggers and the shutdown report read it. */
+	struct fb_waiter *_Atomic waiter;
+	uint64_t epoch; /* fb_rt_epoch at create */
+	bool abandoned; /* left behind by fiber_shutdown; join_lock */
+};
+
+/*
+ * What a waiter waits on, for fiber dumps and the shutdown report
+ * (fb_waiter.kind; fb_waiter.obj is the object's address, or the fd).
+ * One list, expanded where names are needed.
+ */
+#define FB_WAIT_KINDS(X)                                                       \
+	X(NONE, "nothing")                                                     \
+	X(MUTEX, "mutex")                                                      \
+	X(COND, "cond")                                                        \
+	X(SEM, "sem")                                                          \
+	X(RWLOCK_RD, "rwlock (read)")                                          \
+	X(RWLOCK_WR, "rwlock (write)")                                         \
+	X(BARRIER, "barrier")                                                  \
+	X(ONCE, "once")                                                        \
+	X(CHAN_SEND, "chan send")                                              \
+	X(CHAN_RECV, "chan recv")                                              \
+	X(PIPE_READ, "pipe read")                                              \
+	X(PIPE_WRITE, "pipe write")                                            \
+	X(FD, "fd")                                                            \
+	X(SLEEP, "sleep")                                                      \
+	X(JOIN, "join")
+enum fb_wait_kind {
+#define FB_WAIT_ENUM(name, str) FB_WAIT_##name,
+	FB_WAIT_KINDS(FB_WAIT_ENUM)
+#undef FB_WAIT_ENUM
+};
+/* fb_wait_kind_name - the name of @kind ("mutex", "chan recv"...). */
+const char *fb_wait_kind_name(int kind);
+
+/*
+ * Who ended a wait (fb_waiter.claim).  Exactly one party moves a waiter
+ * out of NONE, with a CAS, and only that party may wake it:
+ *   NONE      waiting; on its object's wait list.
+ *   WOKEN     a waker took it: the waker unlinked it under the object
+ *             lock, stored the outcome (result, data) and woke it.  The
+ *             waiter returns without touching the object again.
+ *   TIMEDOUT  its deadline passed (the timer callback, or a foreign
+ *             thread's own futex timeout).  It is still on the wait list:
+ *             the waiter unlinks itself under the object lock, which is
+ *             why the object cannot be destroyed meanwhile (destroy sees a
+ *             waiter and says EBUSY), and why the timer callback never
+ *             touches the object.
+ *   ABANDONED the runtime that ran the fiber shut down without it
+ *             (sched-init.c): it stays linked and is never woken, so a
+ *             late post or unlock is harmless.
+ * A waker that finds a waiter it cannot claim leaves it linked and goes
+ * on to the next one (fb_waitq_pop), so no post or unlock is lost to a
+ * waiter that is leaving.
+ */
+enum {
+	FB_CLAIM_NONE,
+	FB_CLAIM_WOKEN,
+	FB_CLAIM_TIMEDOUT,
+	FB_CLAIM_ABANDONED,
 };
 
 /*
@@ -88,22 +149,66 @@ struct fb_fiber {
  *
  * Protocol for a sync object with lock L and wait list Q:
  *	lock(L); ...decide to wait...
- *	fb_waiter_prepare(&w);		   // announces PARKING
+ *	fb_waiter_prepare(&w, kind, obj);  // announces PARKING
  *	fb_list_add_tail(&w.node, &Q);
  *	fb_waiter_wait(&w, &L);		   // unlocks L, parks, returns unlocked
  * and a waker:
- *	lock(L); w = pop(Q); fb_waiter_wake(w, flags); unlock(L);
+ *	lock(L); w = fb_waitq_pop(&Q); w->result = ...; fb_waiter_wake(w, flags);
+ *	unlock(L);
  * fb_waiter_wake may be called with L held; it never switches.  After it the
  * waiter may run and its stack frame (w) be gone: the waker must not touch w.
- * Each waiter is woken exactly once, by whoever removed it from Q.
+ * Each waiter is woken exactly once, by whoever claimed it (see above).
+ *
+ * Lifetime rule (every object of sync-*.c keeps it): a woken waiter never
+ * touches the object again unless it is still counted by the object, so
+ * "last unlock (or close), then destroy and free" is safe as soon as
+ * destroy returns 0.
  */
 struct fb_waiter {
 	struct fb_list node;	/* on the object's wait list; object lock */
 	struct fb_fiber *fiber; /* NULL for a foreign thread */
 	atomic_uint futex;	/* foreign thread: 0 waiting, 1 woken */
-	uintptr_t data;		/* object specific (rwlock kind, chan slot) */
+	_Atomic int claim;	/* FB_CLAIM_*, CAS from NONE once */
 	int result;		/* set by the waker before the wake */
+	uintptr_t data;		/* object specific (rwlock kind, chan slot) */
+	int kind;		/* enum fb_wait_kind; constant */
+	const void *obj;	/* what it waits on; constant */
+	uint64_t deadline;	/* CLOCK_MONOTONIC ns, FB_NO_DEADLINE if none */
 };
+
+/* fb_waiter_claim - take @w for a wake (NONE -> @how).  Returns false if
+ * someone else took it first.  Context: any thread; a waker holds the
+ * object lock. */
+static inline bool fb_waiter_claim(struct fb_waiter *w, int how)
+{
+	int none = FB_CLAIM_NONE;
+
+	return atomic_compare_exchange_strong_explicit(&w->claim, &none, how,
+						       memory_order_acq_rel,
+						       memory_order_acquire);
+}
+
+/*
+ * fb_waitq_pop - unlink and return the first waiter of @q that the caller
+ * could claim (FB_CLAIM_WOKEN), NULL if there is none.  Waiters that are
+ * leaving by themselves (timed out, abandoned) stay linked.
+ * Context: the lock that protects @q held; never switches.
+ */
+static inline struct fb_waiter *fb_waitq_pop(struct fb_list *q)
+{
+	struct fb_list *n;
+
+	fb_list_for_each (n, q) {
+		struct fb_waiter *w =
+			fb_container_of(n, struct fb_waiter, node);
+
+		if (fb_waiter_claim(w, FB_CLAIM_WOKEN)) {
+			fb_list_del(n);
+			return w;
+		}
+	}
+	return NULL;
+}
 
 /* A ping-pong pair handing the worker to each other through runnext
  * would starve the run queue: after this many hand-offs in a row the
@@ -114,9 +219,10 @@ struct fb_waiter {
 /* Wake flags. */
 #define FB_WF_SYNC 0x1 /* the waker is about to block (hand-off) */
 
-/* fb_waiter_prepare - initialise @w for the caller and, for a fiber,
- * announce PARKING.  Context: any thread, with the object lock held. */
-void fb_waiter_prepare(struct fb_waiter *w);
+/* fb_waiter_prepare - initialise @w for the caller, waiting on @obj (a
+ * @kind, enum fb_wait_kind) and, for a fiber, announce PARKING.
+ * Context: any thread, with the object lock held. */
+void fb_waiter_prepare(struct fb_waiter *w, int kind, const void *obj);
 /* fb_waiter_wait - release @lock and sleep until fb_waiter_wake(@w).
  * Context: any thread; parks a fiber, futex-waits a foreign thread.
  * Returns with @lock released. */
@@ -261,6 +367,10 @@ struct fb_worker *fb_worker_self_slow(void);
 #define fb_worker_self() fb_worker_self_slow()
 #endif
 struct fb_fiber *fb_current(void);
+/* fb_thread_id - an id of the calling thread for lock ownership, unique
+ * for the life of the process (bit 63 set, so it never equals a fiber id;
+ * a pthread_t can be reused, this cannot).  Context: any thread. */
+uint64_t fb_thread_id(void);
 
 /* fb_sched_select_create - the worker a new fiber @f should start on.
  * Context: any thread. */
@@ -278,6 +388,14 @@ void fb_sched_migrate(void);
 void fb_sched_exit(void) __attribute__((noreturn));
 /* Called by a worker once it left a DEAD fiber's stack (fiber.c). */
 void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f);
+/* fb_fiber_atfork - the key table's lock across fork() (FB_ATFORK_*). */
+void fb_fiber_atfork(int phase);
+/* fb_poll_atfork_child - the child of fork() forgets the parent's poller:
+ * its epoll set is shared with the parent, its waiters are the parent's
+ * fibers.  Context: the child's only thread. */
+void fb_poll_atfork_child(void);
+/* fb_rt_atfork_child - nobody is inside the gate in the child. */
+void fb_rt_atfork_child(void);
 /* Fiber descriptor allocation with the per-worker cache. */
 struct fb_fiber *fb_fiber_alloc(void);
 void fb_fiber_free(struct fb_fiber *f);
@@ -306,10 +424,36 @@ struct fb_runtime {
 	atomic_bool stopping;
 	struct fb_counters foreign; /* foreign threads' counters (atomic adds) */
 	struct fb_place_global g;   /* placement's global state */
+	struct fb_runtime *forked_prev; /* sched-init.c's fork handling */
 };
 
 extern struct fb_runtime *fb_rt;
 extern atomic_bool fb_rt_up;
+/*
+ * The gate of a running runtime (sched-init.c).  fb_rt_open is true from
+ * the end of fiber_init() until fiber_shutdown() has let the runnable
+ * fibers finish: creates are refused (ESHUTDOWN) once it is false.  A
+ * thread that is not a worker brackets every use of fb_rt (a create, a
+ * wake, a statistics read) with fb_rt_enter()/fb_rt_leave(), and shutdown
+ * waits until no such thread is inside before it stops the workers, and
+ * again before it frees the runtime; so a foreign caller either gets in
+ * while the runtime is whole or is refused.  Workers need no gate: the
+ * runtime outlives them.  fb_rt_epoch counts fiber_init() calls; a fiber
+ * of an earlier runtime is never run by a later one.
+ */
+extern atomic_bool fb_rt_open;
+extern _Atomic uint64_t fb_rt_epoch;
+/* fb_rt_enter - a foreign thread enters the runtime; false if the gate is
+ * closed (then it must not touch fb_rt).  Context: a thread that is not a
+ * worker; pair with fb_rt_leave(). */
+bool fb_rt_enter(void);
+void fb_rt_leave(void);
+/* fb_rt_wait_outside - wait until no foreign thread is inside the gate.
+ * Context: fiber_shutdown(), the gate closed. */
+void fb_rt_wait_outside(void);
+/* fb_runtime_set_facts - publish what fb_runtime_nr_workers() and
+ * fb_runtime_stack_size() return (0, 0: no runtime). */
+void fb_runtime_set_facts(int nr_workers, size_t stack_size);
 /* Make sure worker @t notices new work (the IPI replacement).  Context:
  * any thread; after the seq_cst publication of the work. */
 void fb_sched_wake_worker(struct fb_worker *t, struct fb_worker *this);
@@ -365,6 +509,9 @@ extern void (*fb_test_switch_hook)(void);
 /* Bookkeeping hooks between the layers. */
 void fb_sched_fiber_reaped(void);
 void fb_sched_features_changed(uint64_t old, uint64_t mask);
+/* fb_stats_print_now - fiber_stats_print() without the gate, for
+ * fiber_shutdown() (stats.c).  Context: the runtime is up or stopping. */
+int fb_stats_print_now(int fd, int json);
 const struct fb_counters *fb_sched_counters(int worker);
 
 /* fb_runtime_get - start the runtime with the environment's configuration

@@ -193,3 +193,13 @@ void *fb_ctx_make(void *top)
 	return sp;
 #endif
 }
+
+/* The pool across fork(): held over the fork so that the child's copy is
+ * whole, released on both sides (sched-init.c's atfork handlers). */
+void fb_stack_atfork(int phase)
+{
+	if (phase == FB_ATFORK_PREPARE)
+		fb_spin_lock(&pool_lock);
+	else
+		fb_spin_unlock(&pool_lock);
+}

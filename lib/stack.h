@@ -35,6 +35,8 @@ void fb_stack_cache_put(struct fb_stack_cache *c, struct fb_stack *s);
 void fb_stack_cache_drain(struct fb_stack_cache *c);
 /* Unmap the shared pool (runtime shutdown). */
 void fb_stack_pool_drain(void);
+/* The pool's lock across fork() (FB_ATFORK_*, common.h). */
+void fb_stack_atfork(int phase);
 
 void fb_ctx_switch(void **save_sp, void *load_sp);
 void fb_ctx_trampoline(void);

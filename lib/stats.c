@@ -121,7 +121,7 @@ static void level_rows(struct out *o, int w, bool json)
 	fb_sched_view_exit();
 }
 
-int fiber_stats_print(int fd, int json)
+int fb_stats_print_now(int fd, int json)
 {
 	int n = fb_runtime_nr_workers();
 	uint64_t v[NR_COUNTERS], tot[NR_COUNTERS] = { 0 };
@@ -201,9 +201,61 @@ int fiber_stats_print(int fd, int json)
 	return rc;
 }
 
+/*
+ * The public calls may come from any thread, also while fiber_shutdown()
+ * frees the runtime: a thread that is not a worker reads through the gate
+ * (sched.h), and finds no runtime once it is closed.
+ */
+static bool stats_enter(void)
+{
+	return fb_worker_self() || fb_rt_enter();
+}
+
+static void stats_leave(void)
+{
+	if (!fb_worker_self())
+		fb_rt_leave();
+}
+
+/*
+ * fiber_stats_print - write the statistics table (@json: one JSON object)
+ * to @fd.  Context: any thread.
+ * Return: 0; ESRCH if no runtime is running; ENOMEM; write(2)'s errno.
+ */
+int fiber_stats_print(int fd, int json)
+{
+	int rc;
+
+	if (!stats_enter())
+		return ESRCH;
+	rc = fb_stats_print_now(fd, json);
+	stats_leave();
+	return rc;
+}
+
+static long long counter(const char *name, bool live);
+
+/*
+ * fiber_stats_counter - the runtime-wide sum of counter @name.
+ * Context: any thread.  Return: the sum (0 with no runtime running); -1
+ * for an unknown name.
+ */
 long long fiber_stats_counter(const char *name)
 {
-	int n = fb_runtime_nr_workers();
+	long long v;
+
+	if (!stats_enter())
+		return counter(name, false);
+	v = counter(name, true);
+	stats_leave();
+	return v;
+}
+
+/* counter - the sum of @name, read inside the gate if @live, else 0 (or
+ * -1 for an unknown name). */
+static long long counter(const char *name, bool live)
+{
+	int n = live ? fb_runtime_nr_workers() : 0;
 	uint64_t v[NR_COUNTERS];
 	long long sum = 0;
 	size_t i;
@@ -224,10 +276,14 @@ long long fiber_stats_counter(const char *name)
 	return sum;
 }
 
+/* fiber_stats_reset - zero every counter.  Context: any thread. */
 void fiber_stats_reset(void)
 {
-	int n = fb_runtime_nr_workers();
+	int n;
 
+	if (!stats_enter())
+		return;
+	n = fb_runtime_nr_workers();
 	for (int w = -1; w < n && n; w++) {
 		struct fb_counters *c =
 			(struct fb_counters *)fb_sched_counters(w);
@@ -235,4 +291,5 @@ void fiber_stats_reset(void)
 #include "counters.h"
 #undef FB_COUNTER
 	}
+	stats_leave();
 }

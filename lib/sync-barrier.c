@@ -53,7 +53,7 @@ int fiber_barrier_destroy(fiber_barrier_t *barrier)
 	if (!barrier)
 		return EINVAL;
 	fb_spin_lock(&b->lock);
-	if (b->arrived || !fb_list_empty(&b->waiters))
+	if (b->arrived || fb_waitq_busy(&b->waiters))
 		err = EBUSY;
 	fb_spin_unlock(&b->lock);
 	return err;
@@ -80,7 +80,7 @@ int fiber_barrier_wait(fiber_barrier_t *barrier)
 		return EINVAL;
 	}
 	if (++b->arrived < b->count) {
-		fb_waiter_prepare(&w);
+		fb_waiter_prepare(&w, FB_WAIT_BARRIER, b);
 		fb_list_add_tail(&w.node, &b->waiters);
 		fb_waiter_wait(&w, &b->lock);
 		return 0;
@@ -88,6 +88,6 @@ int fiber_barrier_wait(fiber_barrier_t *barrier)
 	b->arrived = 0;
 	fb_waitq_take_all(&b->waiters, &woken);
 	fb_spin_unlock(&b->lock);
-	fb_waitq_wake_all(&woken, 0, 0);
+	fb_waitq_wake_taken(&woken, 0, 0);
 	return FIBER_BARRIER_SERIAL_FIBER;
 }

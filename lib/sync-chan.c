@@ -47,13 +47,6 @@ static unsigned char *slot(struct fb_chan *ch, size_t i)
 	return ch->ring + i * ch->elem_size;
 }
 
-static struct fb_waiter *first_waiter(struct fb_list *q)
-{
-	struct fb_list *n = fb_list_pop(q);
-
-	return n ? fb_list_entry(n, struct fb_waiter, node) : NULL;
-}
-
 /*
  * fiber_chan_create - make a channel of elements of @elem_size bytes that
  * buffers up to @capacity of them (0: synchronous) and store it in *@chan.
@@ -96,7 +89,7 @@ int fiber_chan_destroy(fiber_chan_t *chan)
 	if (!ch)
 		return EINVAL;
 	fb_spin_lock(&ch->lock);
-	busy = !fb_list_empty(&ch->senders) || !fb_list_empty(&ch->receivers);
+	busy = fb_waitq_busy(&ch->senders) || fb_waitq_busy(&ch->receivers);
 	fb_spin_unlock(&ch->lock);
 	if (busy)
 		return EBUSY;
@@ -111,7 +104,7 @@ static int send_locked(struct fb_chan *ch, const void *elem)
 
 	if (ch->closed)
 		return EPIPE;
-	r = first_waiter(&ch->receivers);
+	r = fb_waitq_pop(&ch->receivers);
 	if (r) {
 		memcpy((void *)r->data, elem, ch->elem_size);
 		r->result = 0;
@@ -132,7 +125,7 @@ static int recv_locked(struct fb_chan *ch, void *elem)
 {
 	struct fb_waiter *s;
 
-	s = first_waiter(&ch->senders);
+	s = fb_waitq_pop(&ch->senders);
 	FB_ASSERT(!s || ch->count == ch->capacity);
 	if (ch->count) {
 		/* With a sender queued the ring is full, so the slot freed
@@ -177,7 +170,7 @@ static int send_until(fiber_chan_t *chan, const void *elem, uint64_t deadline)
 		fb_spin_unlock(&ch->lock);
 		return err;
 	}
-	fb_waiter_prepare(&w);
+	fb_waiter_prepare(&w, FB_WAIT_CHAN_SEND, ch);
 	w.data = (uintptr_t)elem;
 	fb_list_add_tail(&w.node, &ch->senders);
 	return fb_waiter_wait_timed(&w, &ch->lock, deadline);
@@ -242,7 +235,7 @@ static int recv_until(fiber_chan_t *chan, void *elem, uint64_t deadline)
 		fb_spin_unlock(&ch->lock);
 		return err;
 	}
-	fb_waiter_prepare(&w);
+	fb_waiter_prepare(&w, FB_WAIT_CHAN_RECV, ch);
 	w.data = (uintptr_t)elem;
 	fb_list_add_tail(&w.node, &ch->receivers);
 	return fb_waiter_wait_timed(&w, &ch->lock, deadline);

@@ -56,7 +56,7 @@ int fiber_cond_destroy(fiber_cond_t *cond)
 	if (!cond)
 		return EINVAL;
 	fb_spin_lock(&c->lock);
-	if (!fb_list_empty(&c->waiters))
+	if (fb_waitq_busy(&c->waiters))
 		err = EBUSY;
 	fb_spin_unlock(&c->lock);
 	return err;
@@ -76,7 +76,7 @@ static int cond_wait_until(fiber_cond_t *cond, fiber_mutex_t *mutex,
 		return EPERM;
 
 	fb_spin_lock(&c->lock);
-	fb_waiter_prepare(&w);
+	fb_waiter_prepare(&w, FB_WAIT_COND, c);
 	fb_list_add_tail(&w.node, &c->waiters);
 	fb_mutex_unlock(m);
 	err = fb_waiter_wait_timed(&w, &c->lock, deadline);

@@ -55,7 +55,7 @@ int fiber_once(fiber_once_t *once, void (*fn)(void))
 		fb_spin_unlock(&o->lock);
 		return 0;
 	case FB_ONCE_RUNNING:
-		fb_waiter_prepare(&w);
+		fb_waiter_prepare(&w, FB_WAIT_ONCE, o);
 		fb_list_add_tail(&w.node, &o->waiters);
 		fb_waiter_wait(&w, &o->lock);
 		return 0;
@@ -71,6 +71,6 @@ int fiber_once(fiber_once_t *once, void (*fn)(void))
 	fb_store_release(&o->state, FB_ONCE_DONE);
 	fb_waitq_take_all(&o->waiters, &woken);
 	fb_spin_unlock(&o->lock);
-	fb_waitq_wake_all(&woken, 0, 0);
+	fb_waitq_wake_taken(&woken, 0, 0);
 	return 0;
 }

@@ -32,7 +32,15 @@
  * Closing the write end gives EOF (0 bytes) to readers once the ring is
  * drained and stops writes in progress with EBADF; closing the read end
  * discards the ring and makes writes fail with EPIPE.  Either close wakes
- * every waiter.
+ * every waiter, with its outcome, so that none of them touches the pipe
+ * again.
+ *
+ * Lifetime.  A writer woken for room is the one caller that comes back to
+ * the pipe after its wake.  The reader that wakes it counts it in
+ * @retrying, and the writer takes itself off again when it has the lock,
+ * so destroy says EBUSY while a woken writer is on its way back, as it does
+ * while anyone waits.  "Close, destroy, free" is therefore safe as soon as
+ * destroy returns 0.
  */
 #include "sync.h"
 
@@ -50,6 +58,7 @@ struct fb_pipe {
 	size_t count;		 /* bytes in the ring; @lock */
 	struct fb_list readers;	 /* w.data = struct read_req *; @lock */
 	struct fb_list writers;	 /* queued writers; @lock */
+	unsigned int retrying;	 /* writers woken for room, not back; @lock */
 	unsigned char ring[];	 /* @capacity bytes */
 };
 
@@ -101,11 +110,9 @@ static size_t feed_readers(struct fb_pipe *p, const unsigned char *src,
 {
 	struct fb_waiter *w;
 	struct read_req *rq;
-	struct fb_list *n;
 	size_t done = 0, k;
 
-	while (done < len && (n = fb_list_pop(&p->readers))) {
-		w = fb_list_entry(n, struct fb_waiter, node);
+	while (done < len && (w = fb_waitq_pop(&p->readers))) {
 		rq = (struct read_req *)w->data;
 		k = FB_MIN(rq->len, len - done);
 		memcpy(rq->buf, src + done, k);
@@ -115,6 +122,14 @@ static size_t feed_readers(struct fb_pipe *p, const unsigned char *src,
 		fb_waiter_wake(w, FB_WF_SYNC);
 	}
 	return done;
+}
+
+/* Wake the first queued writer to go on with its write: it will retake
+ * the lock, so it is counted until it does.  @p->lock held. */
+static void wake_writer(struct fb_pipe *p)
+{
+	if (fb_waitq_wake_one(&p->writers, 0, 0))
+		p->retrying++;
 }
 
 /*
@@ -149,7 +164,8 @@ int fiber_pipe_create(fiber_pipe_t **pipe, size_t capacity)
 /*
  * fiber_pipe_destroy - free @pipe, open or closed, and the bytes left in
  * it.  Context: any thread; nobody may use @pipe afterwards.
- * Return: 0; EINVAL for NULL; EBUSY if callers wait on it (nothing freed).
+ * Return: 0; EINVAL for NULL; EBUSY if callers wait on it or a woken
+ * writer has not come back yet (nothing freed).
  */
 int fiber_pipe_destroy(fiber_pipe_t *pipe)
 {
@@ -159,7 +175,8 @@ int fiber_pipe_destroy(fiber_pipe_t *pipe)
 	if (!p)
 		return EINVAL;
 	fb_spin_lock(&p->lock);
-	busy = !fb_list_empty(&p->readers) || !fb_list_empty(&p->writers);
+	busy = p->retrying || fb_waitq_busy(&p->readers) ||
+	       fb_waitq_busy(&p->writers);
 	fb_spin_unlock(&p->lock);
 	if (busy)
 		return EBUSY;
@@ -195,7 +212,7 @@ static int read_until(fiber_pipe_t *pipe, void *buf, size_t len, size_t *done,
 	if (p->count || len == 0 || p->write_closed) {
 		n = ring_get(p, buf, len);
 		if (n)
-			fb_waitq_wake_one(&p->writers, 0, 0);
+			wake_writer(p);
 		fb_spin_unlock(&p->lock);
 		*done = n;
 		return 0;
@@ -203,7 +220,7 @@ static int read_until(fiber_pipe_t *pipe, void *buf, size_t len, size_t *done,
 	rq.buf = buf;
 	rq.len = len;
 	rq.done = 0;
-	fb_waiter_prepare(&w);
+	fb_waiter_prepare(&w, FB_WAIT_PIPE_READ, p);
 	w.data = (uintptr_t)&rq;
 	fb_list_add_tail(&w.node, &p->readers);
 	err = fb_waiter_wait_timed(&w, &p->lock, deadline);
@@ -263,16 +280,18 @@ static int write_until(fiber_pipe_t *pipe, const void *buf, size_t len,
 			n += ring_put(p, src + n, len - n);
 		if (n == len) {
 			if (p->count < p->capacity)
-				fb_waitq_wake_one(&p->writers, 0, 0);
+				wake_writer(p);
 			break;
 		}
-		fb_waiter_prepare(&w);
+		fb_waiter_prepare(&w, FB_WAIT_PIPE_WRITE, p);
 		fb_list_add_tail(&w.node, &p->writers);
-		if (fb_waiter_wait_timed(&w, &p->lock, deadline) == ETIMEDOUT) {
+		err = fb_waiter_wait_timed(&w, &p->lock, deadline);
+		if (err) { /* timed out, or a close woke us: not counted */
 			*done = n;
-			return ETIMEDOUT;
+			return err;
 		}
 		fb_spin_lock(&p->lock);
+		p->retrying--;
 	}
 	fb_spin_unlock(&p->lock);
 	*done = n;
@@ -322,7 +341,7 @@ int fiber_pipe_close_read(fiber_pipe_t *pipe)
 	p->count = 0;
 	/* Under the lock: timed waiters (sched-timer.c). */
 	fb_waitq_wake_all(&p->readers, EBADF, 0);
-	fb_waitq_wake_all(&p->writers, 0, 0);
+	fb_waitq_wake_all(&p->writers, EPIPE, 0);
 	fb_spin_unlock(&p->lock);
 	return 0;
 }
@@ -347,7 +366,7 @@ int fiber_pipe_close_write(fiber_pipe_t *pipe)
 	p->write_closed = true;
 	/* Queued readers imply an empty ring: they get EOF. */
 	fb_waitq_wake_all(&p->readers, 0, 0);
-	fb_waitq_wake_all(&p->writers, 0, 0);
+	fb_waitq_wake_all(&p->writers, EBADF, 0);
 	fb_spin_unlock(&p->lock);
 	return 0;
 }

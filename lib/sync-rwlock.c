@@ -25,7 +25,7 @@ struct fb_rwlock {
 	struct fb_spinlock lock; /* guards everything below */
 	unsigned int readers;	 /* readers inside; @lock */
 	/* fb_sync_self() of the writer inside, or 0; @lock */
-	uintptr_t writer;
+	uint64_t writer;
 	/* Queued readers; queued writers, w.data = identity; @lock */
 	struct fb_list rd_waiters;
 	struct fb_list wr_waiters;
@@ -59,8 +59,8 @@ int fiber_rwlock_destroy(fiber_rwlock_t *rwlock)
 	if (!rwlock)
 		return EINVAL;
 	fb_spin_lock(&rw->lock);
-	if (rw->readers || rw->writer || !fb_list_empty(&rw->rd_waiters) ||
-	    !fb_list_empty(&rw->wr_waiters))
+	if (rw->readers || rw->writer || fb_waitq_busy(&rw->rd_waiters) ||
+	    fb_waitq_busy(&rw->wr_waiters))
 		err = EBUSY;
 	fb_spin_unlock(&rw->lock);
 	return err;
@@ -69,7 +69,7 @@ int fiber_rwlock_destroy(fiber_rwlock_t *rwlock)
 /* Readers may enter: no writer inside or queued.  @rw->lock held. */
 static bool read_may_enter(const struct fb_rwlock *rw)
 {
-	return !rw->writer && fb_list_empty(&rw->wr_waiters);
+	return !rw->writer && !fb_waitq_waiting(&rw->wr_waiters);
 }
 
 /*
@@ -94,7 +94,7 @@ int fiber_rwlock_rdlock(fiber_rwlock_t *rwlock)
 		fb_spin_unlock(&rw->lock);
 		return EDEADLK;
 	}
-	fb_waiter_prepare(&w);
+	fb_waiter_prepare(&w, FB_WAIT_RWLOCK_RD, rw);
 	fb_list_add_tail(&w.node, &rw->rd_waiters);
 	fb_waiter_wait(&w, &rw->lock);
 	/* The unlocker counted us in. */
@@ -130,7 +130,7 @@ int fiber_rwlock_tryrdlock(fiber_rwlock_t *rwlock)
 int fiber_rwlock_wrlock(fiber_rwlock_t *rwlock)
 {
 	struct fb_rwlock *rw = FB_SYNC_OBJ(fb_rwlock, rwlock);
-	uintptr_t self = fb_sync_self();
+	uint64_t self = fb_sync_self();
 	struct fb_waiter w;
 
 	if (!rwlock)
@@ -145,7 +145,7 @@ int fiber_rwlock_wrlock(fiber_rwlock_t *rwlock)
 		fb_spin_unlock(&rw->lock);
 		return EDEADLK;
 	}
-	fb_waiter_prepare(&w);
+	fb_waiter_prepare(&w, FB_WAIT_RWLOCK_WR, rw);
 	w.data = self;
 	fb_list_add_tail(&w.node, &rw->wr_waiters);
 	fb_waiter_wait(&w, &rw->lock);
@@ -177,12 +177,10 @@ int fiber_rwlock_trywrlock(fiber_rwlock_t *rwlock)
 /* Let the first queued writer in.  @rw->lock held, nobody inside. */
 static bool wake_writer(struct fb_rwlock *rw)
 {
-	struct fb_list *n = fb_list_pop(&rw->wr_waiters);
-	struct fb_waiter *w;
+	struct fb_waiter *w = fb_waitq_pop(&rw->wr_waiters);
 
-	if (!n)
+	if (!w)
 		return false;
-	w = fb_list_entry(n, struct fb_waiter, node);
 	rw->writer = w->data;
 	w->result = 0;
 	fb_waiter_wake(w, 0);
@@ -221,7 +219,7 @@ int fiber_rwlock_unlock(fiber_rwlock_t *rwlock)
 			return EPERM;
 		}
 		rw->writer = 0;
-		if (fb_list_empty(&rw->rd_waiters))
+		if (!fb_waitq_waiting(&rw->rd_waiters))
 			wake_writer(rw);
 		else
 			wake_readers(rw, &woken);
@@ -233,6 +231,6 @@ int fiber_rwlock_unlock(fiber_rwlock_t *rwlock)
 		return EPERM;
 	}
 	fb_spin_unlock(&rw->lock);
-	fb_waitq_wake_all(&woken, 0, 0);
+	fb_waitq_wake_taken(&woken, 0, 0);
 	return 0;
 }

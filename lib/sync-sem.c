@@ -48,7 +48,7 @@ int fiber_sem_destroy(fiber_sem_t *sem)
 	if (!sem)
 		return EINVAL;
 	fb_spin_lock(&s->lock);
-	if (!fb_list_empty(&s->waiters))
+	if (fb_waitq_busy(&s->waiters))
 		err = EBUSY;
 	fb_spin_unlock(&s->lock);
 	return err;
@@ -69,7 +69,7 @@ static int sem_wait_until(fiber_sem_t *sem, uint64_t deadline)
 		fb_spin_unlock(&s->lock);
 		return 0;
 	}
-	fb_waiter_prepare(&w);
+	fb_waiter_prepare(&w, FB_WAIT_SEM, s);
 	fb_list_add_tail(&w.node, &s->waiters);
 	/* 0: the poster handed its unit over. */
 	return fb_waiter_wait_timed(&w, &s->lock, deadline);

@@ -45,57 +45,85 @@
 #define FB_SYNC_OBJ(type, pub) ((struct type *)(void *)(pub))
 
 /*
- * fb_sync_self - who is calling, for lock ownership: the fiber, or, on a
- * thread that runs no fiber, its pthread identity with bit 0 set (fiber
- * pointers are aligned, so the two never collide).  Never 0.
- * Context: any thread.
+ * fb_sync_self - who is calling, for lock ownership: the fiber's id, or, on
+ * a thread that runs no fiber, an id of the thread's own (fb_thread_id).
+ * Both are unique for the life of the process and never reused, so a fiber
+ * or thread that starts where a dead one was cannot inherit its locks.
+ * Never 0.  Context: any thread.
  */
-static inline uintptr_t fb_sync_self(void)
+static inline uint64_t fb_sync_self(void)
 {
 	struct fb_fiber *f = fb_current();
 
-	if (f)
-		return (uintptr_t)f;
-	return (uintptr_t)pthread_self() | 1;
+	return f ? f->id : fb_thread_id();
 }
 
 /*
- * fb_waitq_take_all - move every waiter of @q to the head @out (which need
- * not be initialised) and leave @q empty, so that they can be woken after
- * the object lock is released.  Context: the lock that protects @q held.
+ * fb_waitq_waiting - does @q hold a waiter that a waker could still take
+ * (one that is not leaving by itself)?  Context: @q's lock held.
+ */
+static inline bool fb_waitq_waiting(const struct fb_list *q)
+{
+	const struct fb_list *n;
+
+	fb_list_for_each (n, q)
+		if (fb_load_relaxed(&fb_container_of(n, struct fb_waiter, node)
+					     ->claim) == FB_CLAIM_NONE)
+			return true;
+	return false;
+}
+
+/*
+ * fb_waitq_busy - will some waiter of @q still touch the object: one that
+ * waits, or one that is leaving (timed out) and will take the lock to
+ * unlink itself?  Waiters of a runtime that shut down (ABANDONED) never
+ * run again and do not count.  For destroy.  Context: @q's lock held.
+ */
+static inline bool fb_waitq_busy(const struct fb_list *q)
+{
+	const struct fb_list *n;
+
+	fb_list_for_each (n, q)
+		if (fb_load_relaxed(&fb_container_of(n, struct fb_waiter, node)
+					     ->claim) != FB_CLAIM_ABANDONED)
+			return true;
+	return false;
+}
+
+/*
+ * fb_waitq_take_all - claim every waiter of @q it can (sched.h) and move
+ * them to the head @out (which need not be initialised), so that they can
+ * be woken with fb_waitq_wake_taken() after the object lock is released.
+ * Waiters that are leaving by themselves stay on @q.
+ * Context: the lock that protects @q held.
  */
 static inline void fb_waitq_take_all(struct fb_list *q, struct fb_list *out)
 {
+	struct fb_waiter *w;
+
 	fb_list_init(out);
-	if (fb_list_empty(q))
-		return;
-	out->next = q->next;
-	out->prev = q->prev;
-	out->next->prev = out;
-	out->prev->next = out;
-	fb_list_init(q);
+	while ((w = fb_waitq_pop(q)))
+		fb_list_add_tail(&w->node, out);
 }
 
 /*
- * fb_waitq_wake_one - remove the first waiter of @q, give it @result and
- * wake it.  Returns false if @q was empty.  Context: the lock that protects
- * @q held (or @q private to the caller); never switches.
+ * fb_waitq_wake_one - claim the first waiter of @q that is still waiting,
+ * unlink it, give it @result and wake it.  Returns false if there was
+ * none.  Context: the lock that protects @q held; never switches.
  */
 static inline bool fb_waitq_wake_one(struct fb_list *q, int result,
 				     unsigned int flags)
 {
-	struct fb_list *n = fb_list_pop(q);
-	struct fb_waiter *w;
+	struct fb_waiter *w = fb_waitq_pop(q);
 
-	if (!n)
+	if (!w)
 		return false;
-	w = fb_list_entry(n, struct fb_waiter, node);
 	w->result = result;
 	fb_waiter_wake(w, flags);
 	return true;
 }
 
-/* fb_waitq_wake_all - fb_waitq_wake_one until @q is empty. */
+/* fb_waitq_wake_all - fb_waitq_wake_one until no waiter is left to take. */
 static inline void fb_waitq_wake_all(struct fb_list *q, int result,
 				     unsigned int flags)
 {
@@ -104,23 +132,48 @@ static inline void fb_waitq_wake_all(struct fb_list *q, int result,
 }
 
 /*
+ * fb_waitq_wake_taken - wake every waiter of the private list @q, which
+ * fb_waitq_take_all() filled (they are claimed already), with @result.
+ * Context: any; no lock needed, @q is the caller's.
+ */
+static inline void fb_waitq_wake_taken(struct fb_list *q, int result,
+				       unsigned int flags)
+{
+	struct fb_list *n;
+
+	while ((n = fb_list_pop(q))) {
+		struct fb_waiter *w = fb_list_entry(n, struct fb_waiter, node);
+
+		w->result = result;
+		fb_waiter_wake(w, flags);
+	}
+}
+
+/*
  * The mutex.  sync-mutex.c argues the protocol; the fast paths are inline
  * here so that fiber_mutex_lock() and the condition variable share them.
+ * The state word holds the lock state in its low two bits and, above them,
+ * the number of lockers that an unlock woke and that have not yet come
+ * back for the mutex (FB_MUTEX_WOKEN each): while it is not 0 the mutex
+ * is still in use even when unlocked, and destroy says EBUSY.
  */
 enum {
 	FB_MUTEX_UNLOCKED = 0,	/* free */
 	FB_MUTEX_LOCKED = 1,	/* held; nobody queued since it was taken */
 	FB_MUTEX_CONTENDED = 2, /* held; the wait list may be non-empty */
 };
+#define FB_MUTEX_HELD 3u  /* the lock state bits */
+#define FB_MUTEX_WOKEN 4u /* one woken locker on its way back */
 
 struct fb_mutex {
-	/* FB_MUTEX_*; acquire to take, release to free. */
+	/* FB_MUTEX_* | woken count; acquire to take, release to free; only
+	 * the two fast paths change it without @lock. */
 	atomic_uint state;
 	struct fb_spinlock lock; /* orders the slow paths; guards waiters */
 	struct fb_list waiters;	 /* struct fb_waiter.node; @lock */
 	/* fb_sync_self() of the holder, 0 when free; written by the holder
 	 * only, relaxed. */
-	_Atomic uintptr_t owner;
+	_Atomic uint64_t owner;
 };
 
 FB_SYNC_CHECK(fb_mutex, fiber_mutex_t);
@@ -128,9 +181,9 @@ _Static_assert(FB_MUTEX_UNLOCKED == 0, "an all-zero mutex must be free");
 
 /* fb_mutex_lock_slow - queue until the mutex is free and take it.
  * Return: 0; EDEADLK if @self holds it.  Context: any thread; may park. */
-int fb_mutex_lock_slow(struct fb_mutex *m, uintptr_t self);
-/* fb_mutex_unlock_slow - free a CONTENDED mutex and wake one waiter.
- * Context: any thread, the caller held @m; never switches. */
+int fb_mutex_lock_slow(struct fb_mutex *m, uint64_t self);
+/* fb_mutex_unlock_slow - free a CONTENDED mutex and wake one waiter.  Context: any thread, the caller held @m; never
+ * switches. */
 void fb_mutex_unlock_slow(struct fb_mutex *m);
 
 /*
@@ -140,12 +193,14 @@ void fb_mutex_unlock_slow(struct fb_mutex *m);
  */
 static inline int fb_mutex_lock(struct fb_mutex *m)
 {
-	uintptr_t self = fb_sync_self();
-	unsigned int old = FB_MUTEX_UNLOCKED;
+	uint64_t self = fb_sync_self();
+	unsigned int s = fb_load_relaxed(&m->state);
 
-	if (fb_likely(atomic_compare_exchange_strong_explicit(
-		    &m->state, &old, FB_MUTEX_LOCKED, memory_order_acquire,
-		    memory_order_relaxed))) {
+	/* Free, whatever the woken count says (sync-mutex.c). */
+	if (fb_likely(!(s & FB_MUTEX_HELD)) &&
+	    atomic_compare_exchange_strong_explicit(
+		    &m->state, &s, s | FB_MUTEX_LOCKED, memory_order_acquire,
+		    memory_order_relaxed)) {
 		fb_store_relaxed(&m->owner, self);
 		return 0;
 	}
@@ -153,20 +208,23 @@ static inline int fb_mutex_lock(struct fb_mutex *m)
 }
 
 /*
- * fb_mutex_unlock - release @m: one CAS when nobody waits.
+ * fb_mutex_unlock - release @m: one CAS when nobody queued since it was
+ * taken.
  * Return: 0; EPERM if the caller does not hold it.
  * Context: any thread; never switches.
  */
 static inline int fb_mutex_unlock(struct fb_mutex *m)
 {
-	unsigned int old = FB_MUTEX_LOCKED;
+	unsigned int s;
 
 	if (fb_load_relaxed(&m->owner) != fb_sync_self())
 		return EPERM;
 	fb_store_relaxed(&m->owner, 0);
-	if (fb_likely(atomic_compare_exchange_strong_explicit(
-		    &m->state, &old, FB_MUTEX_UNLOCKED, memory_order_release,
-		    memory_order_relaxed)))
+	s = fb_load_relaxed(&m->state);
+	if (fb_likely((s & FB_MUTEX_HELD) == FB_MUTEX_LOCKED) &&
+	    atomic_compare_exchange_strong_explicit(
+		    &m->state, &s, s & ~FB_MUTEX_HELD, memory_order_release,
+		    memory_order_relaxed))
 		return 0;
 	fb_mutex_unlock_slow(m);
 	return 0;

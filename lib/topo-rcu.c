@@ -78,6 +78,16 @@
  * it does not wait for itself, and two workers publishing at once do not
  * wait for each other.
  *
+ * After fork() the child has one thread, but liburcu's registry still
+ * lists the parent's readers, any of which may have been inside a read
+ * section at the fork and would stall every grace period for ever; its
+ * registry lock may even be held.  So a forked child never waits for a
+ * grace period: fb_topo_atfork_child() switches to "retire" mode, in
+ * which read sections are compiler barriers and a published view's
+ * predecessor is kept (on a list the leak checkers can reach) instead of
+ * freed.  A child publishes a view when it starts a runtime and when it
+ * stops it, so what it keeps is small and bounded by what it does.
+ *
  * The per-LLC counters (struct fb_llc_shared) must not restart when the
  * view is rebuilt while workers sleep, or nr_busy_workers would drift; a
  * new view with the same LLCs therefore takes over the old view's objects
@@ -112,6 +122,13 @@ static atomic_int qs_hi;   /* 1 + highest id ever online; seq_cst */
  * with a release on this, the publisher acquires it after
  * urcu_memb_synchronize_rcu() (sanitizer.h; nothing without TSan). */
 static char urcu_gp_sync;
+/* A forked child (see above): never free a view, never call liburcu. */
+static bool retire_mode;
+struct retired {
+	struct retired *next;
+	struct fb_sched_view *v;
+};
+static struct retired *retired; /* publish_lock */
 
 /* Wait for a worker: spins with sched_yield() first, then sleeps this many
  * microseconds, doubling up to the cap.  Picked: a busy worker reports
@@ -148,6 +165,10 @@ static fb_noinline void register_slow(void)
 
 void fb_topo_read_lock_slow(void)
 {
+	if (fb_unlikely(retire_mode)) {
+		atomic_signal_fence(memory_order_seq_cst);
+		return;
+	}
 	if (fb_unlikely(!registered))
 		register_slow();
 	urcu_memb_read_lock();
@@ -155,13 +176,17 @@ void fb_topo_read_lock_slow(void)
 
 void fb_topo_read_unlock_slow(void)
 {
+	if (fb_unlikely(retire_mode)) {
+		atomic_signal_fence(memory_order_seq_cst);
+		return;
+	}
 	fb_san_release(&urcu_gp_sync);
 	urcu_memb_read_unlock();
 }
 
 void fb_topo_rcu_unregister_thread(void)
 {
-	if (!registered)
+	if (!registered || retire_mode)
 		return;
 	FB_BUG_ON(urcu_memb_read_ongoing());
 	pthread_setspecific(reader_key, NULL);
@@ -280,7 +305,7 @@ void fb_topo_view_publish(struct fb_sched_view *v)
 	struct fb_sched_view *old;
 	int self = qsbr_id;
 
-	FB_BUG_ON(registered && urcu_memb_read_ongoing());
+	FB_BUG_ON(!retire_mode && registered && urcu_memb_read_ongoing());
 	/* A publishing worker counts as asleep: no one waits for it, and it
 	 * waits for no one while it blocks on the lock. */
 	if (self >= 0)
@@ -290,7 +315,17 @@ void fb_topo_view_publish(struct fb_sched_view *v)
 	if (v)
 		fb_topo_llc_block_adopt(v, old);
 	fb_store_release(&fb_topo_view_current, v);
-	if (old) {
+	if (old && retire_mode) {
+		struct retired *r = malloc(sizeof(*r));
+
+		/* Out of memory: leaking it is what retiring does anyway. */
+		if (r) {
+			r->v = old;
+			r->next = retired;
+			retired = r;
+		}
+		old = NULL;
+	} else if (old) {
 		urcu_memb_synchronize_rcu();
 		fb_san_acquire(&urcu_gp_sync);
 		wait_workers();
@@ -311,4 +346,15 @@ int fb_topo_view_rebuild(const struct fb_topo *t, int nr_workers,
 		return rc;
 	fb_topo_view_publish(v);
 	return 0;
+}
+
+void fb_topo_atfork_child(void)
+{
+	retire_mode = true;
+	pthread_mutex_init(&publish_lock, NULL);
+	fb_topo_qsbr_reader = false;
+	qsbr_id = -1;
+	for (int i = 0; i < FB_MAX_WORKERS; i++)
+		fb_store_relaxed(&fb_topo_qs[i].ctr, 0);
+	fb_store_relaxed(&qs_hi, 0);
 }

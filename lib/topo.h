@@ -488,5 +488,9 @@ int fb_topo_view_rebuild(const struct fb_topo *t, int nr_workers,
  * registration now (it is otherwise dropped at thread exit).  Context: a
  * thread outside any read-side section; harmless if never registered. */
 void fb_topo_rcu_unregister_thread(void);
+/* fb_topo_atfork_child - the forked child's RCU state (topo-rcu.c): no
+ * reader of the parent is waited for, no view is freed.  Context: the
+ * child's only thread, in the atfork handler. */
+void fb_topo_atfork_child(void);
 
 #endif /* FB_TOPO_H */

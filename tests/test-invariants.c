@@ -59,7 +59,7 @@ static void slot_wait(struct slot *s)
 		fb_spin_unlock(&s->lock);
 		return;
 	}
-	fb_waiter_prepare(&w);
+	fb_waiter_prepare(&w, FB_WAIT_NONE, s);
 	s->waiter = &w;
 	fb_waiter_wait(&w, &s->lock);
 }

@@ -754,5 +754,7 @@ int main(void)
 		TEST(test_foreign_thread_waits_on_cond),
 	};
 
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-shutdown.c - the end of a runtime: fibers that fiber_shutdown()
+ * leaves behind, sleepers, creates and joins racing with it, and fork().
+ *
+ * The guarantees under test:
+ *   - fibers still blocked when shutdown runs are abandoned and named on
+ *     stderr, shutdown returns EBUSY, and a late post, unlock, signal or
+ *     close on what they wait for is harmless; none of them ever runs in
+ *     a later runtime;
+ *   - sleepers and timed waiters count as blocked: a fiber sleeping for
+ *     ever does not hold shutdown up;
+ *   - a create racing with shutdown either fails with ESHUTDOWN or its
+ *     fiber runs, and a join never hangs (a thread joining an abandoned
+ *     fiber gets ESHUTDOWN);
+ *   - after fork() the child starts a fresh runtime on its next call,
+ *     also when the fork came from a fiber; fork + exec and fork + _exit
+ *     work.
+ * A broken guarantee shows as a crash, a hang (the test's timeout) or a
+ * wrong count; children report through their exit status.
+ */
+#include <fiber.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+static fiber_t spawn_named(void *(*fn)(void *), void *arg, const char *name)
+{
+	fiber_attr_t a;
+	fiber_t f;
+
+	assert_int_equal(fiber_attr_init(&a), 0);
+	assert_int_equal(fiber_attr_setstacksize(&a, TEST_STACK), 0);
+	if (name)
+		assert_int_equal(fiber_attr_setname(&a, name), 0);
+	assert_int_equal(fiber_create(&f, &a, fn, arg), 0);
+	return f;
+}
+
+/* Wait until @n fibers have reached their blocking call (they bump
+ * @ready just before it), then give them time to really park: a
+ * fiber_shutdown() that comes too early only waits longer. */
+static void wait_ready(atomic_int *ready, int n)
+{
+	while (atomic_load(ready) < n)
+		usleep(1000);
+	usleep(20000);
+}
+
+/* ---- abandoned fibers ---- */
+
+static fiber_sem_t sem;
+static fiber_mutex_t mtx = FIBER_MUTEX_INITIALIZER;
+static fiber_mutex_t cmtx = FIBER_MUTEX_INITIALIZER;
+static fiber_cond_t cond = FIBER_COND_INITIALIZER;
+static fiber_chan_t *chan;
+static atomic_int ready, resumed;
+
+static void *on_sem(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&ready, 1);
+	fiber_sem_wait(&sem);
+	atomic_fetch_add(&resumed, 1);
+	return NULL;
+}
+
+static void *on_mutex(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&ready, 1);
+	fiber_mutex_lock(&mtx);
+	atomic_fetch_add(&resumed, 1);
+	return NULL;
+}
+
+static void *on_cond(void *arg)
+{
+	(void)arg;
+	fiber_mutex_lock(&cmtx);
+	atomic_fetch_add(&ready, 1);
+	fiber_cond_wait(&cond, &cmtx);
+	atomic_fetch_add(&resumed, 1);
+	fiber_mutex_unlock(&cmtx);
+	return NULL;
+}
+
+static void *on_chan(void *arg)
+{
+	long v;
+
+	(void)arg;
+	atomic_fetch_add(&ready, 1);
+	fiber_chan_recv(chan, &v);
+	atomic_fetch_add(&resumed, 1);
+	return NULL;
+}
+
+static void *on_sleep(void *arg)
+{
+	atomic_fetch_add(&ready, 1);
+	fiber_sleep(arg ? UINT64_MAX : 5ull * 1000000000);
+	atomic_fetch_add(&resumed, 1);
+	return NULL;
+}
+
+static void *quick(void *arg)
+{
+	return arg;
+}
+
+/* Run @fn with stderr sent to a temporary file; return what it printed. */
+static char *capture_stderr(int (*fn)(void), int *rc)
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	char *buf = calloc(1, 65536);
+
+	assert_non_null(tmp);
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	*rc = fn();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	fread(buf, 1, 65535, tmp);
+	fclose(tmp);
+	return buf;
+}
+
+static void
+test_shutdown_abandons_blocked_fibers_and_later_wakes_are_harmless(void **state)
+{
+	char *out, line[128];
+	fiber_t f;
+	int rc, v;
+
+	(void)state;
+	atomic_store(&ready, 0);
+	atomic_store(&resumed, 0);
+	fiber_sem_init(&sem, 0);
+	runtime_start(2);
+	assert_int_equal(fiber_chan_create(&chan, sizeof(long), 0), 0);
+	assert_int_equal(fiber_mutex_lock(&mtx), 0); /* main holds it */
+	f = spawn_named(on_sem, NULL, "sem \"waiter\"\n");
+	spawn_named(on_mutex, NULL, "mutex-waiter");
+	spawn_named(on_cond, NULL, "cond-waiter");
+	spawn_named(on_chan, NULL, "chan-waiter");
+	spawn_named(on_sleep, (void *)1, "sleeps-for-ever");
+	wait_ready(&ready, 5);
+
+	out = capture_stderr(fiber_shutdown, &rc);
+	assert_int_equal(rc, EBUSY);
+	assert_non_null(strstr(out, "5 fibers still blocked are abandoned"));
+	snprintf(line, sizeof(line),
+		 "fiber %llu \"sem \\\"waiter\\\"\\x0a\": "
+		 "waits on sem %p",
+		 (unsigned long long)fiber_id(f), (void *)&sem);
+	assert_non_null(strstr(out, line));
+	assert_non_null(strstr(out, "\"mutex-waiter\": waits on mutex"));
+	assert_non_null(strstr(out, "\"cond-waiter\": waits on cond"));
+	assert_non_null(strstr(out, "\"chan-waiter\": waits on chan recv"));
+	assert_non_null(strstr(out, "\"sleeps-for-ever\": sleeps"));
+	free(out);
+
+	/* Wakes after the shutdown: no crash, no lost unit, nobody runs. */
+	assert_int_equal(fiber_sem_post(&sem), 0);
+	assert_int_equal(fiber_sem_getvalue(&sem, &v), 0);
+	assert_int_equal(v, 1); /* the abandoned waiter did not take it */
+	assert_int_equal(fiber_mutex_unlock(&mtx), 0);
+	assert_int_equal(fiber_mutex_trylock(&mtx), 0);
+	assert_int_equal(fiber_mutex_unlock(&mtx), 0);
+	assert_int_equal(fiber_cond_signal(&cond), 0);
+	assert_int_equal(fiber_cond_broadcast(&cond), 0);
+	assert_int_equal(fiber_chan_close(chan), 0);
+	/* Only abandoned waiters are left: the objects may be destroyed. */
+	assert_int_equal(fiber_sem_destroy(&sem), 0);
+	assert_int_equal(fiber_cond_destroy(&cond), 0);
+	assert_int_equal(fiber_chan_destroy(chan), 0);
+	assert_int_equal(fiber_join(f, NULL), ESHUTDOWN);
+
+	/* A new runtime: none of the old fibers ever runs in it. */
+	runtime_start(2);
+	fiber_sem_init(&sem, 0);
+	assert_int_equal(fiber_sem_post(&sem), 0);
+	for (int i = 0; i < 100; i++) {
+		assert_int_equal(fiber_create(&f, NULL, quick, NULL), 0);
+		assert_int_equal(fiber_join(f, NULL), 0);
+	}
+	usleep(50000);
+	runtime_stop();
+	assert_int_equal(atomic_load(&resumed), 0);
+}
+
+/* ---- sleepers do not hold shutdown up ---- */
+
+static void test_shutdown_does_not_wait_for_sleepers(void **state)
+{
+	char *out;
+	int rc;
+
+	(void)state;
+	atomic_store(&ready, 0);
+	atomic_store(&resumed, 0);
+	runtime_start(2);
+	spawn_named(on_sleep, (void *)1, "forever");
+	spawn_named(on_sleep, NULL, "five-seconds");
+	wait_ready(&ready, 2);
+	out = capture_stderr(fiber_shutdown, &rc);
+	assert_int_equal(rc, EBUSY);
+	assert_non_null(strstr(out, "\"five-seconds\": sleeps ("));
+	assert_non_null(strstr(out, " s left)"));
+	free(out);
+	assert_int_equal(atomic_load(&resumed), 0);
+	assert_int_equal(fiber_shutdown(), ESRCH);
+}
+
+/* ---- a thread that joins an abandoned fiber ---- */
+
+static void *join_thread(void *arg)
+{
+	return (void *)(intptr_t)fiber_join(*(fiber_t *)arg, NULL);
+}
+
+static void
+test_shutdown_wakes_a_thread_joining_an_abandoned_fiber(void **state)
+{
+	pthread_t t;
+	fiber_t f;
+	void *rc;
+	int src;
+
+	(void)state;
+	atomic_store(&ready, 0);
+	fiber_sem_init(&sem, 0);
+	runtime_start(1);
+	f = spawn_named(on_sem, NULL, NULL);
+	wait_ready(&ready, 1);
+	assert_int_equal(pthread_create(&t, NULL, join_thread, &f), 0);
+	usleep(20000); /* it is in fiber_join (or will find it abandoned) */
+	free(capture_stderr(fiber_shutdown, &src));
+	assert_int_equal(src, EBUSY);
+	assert_int_equal(pthread_join(t, &rc), 0);
+	assert_int_equal((intptr_t)rc, ESHUTDOWN);
+}
+
+/* ---- create and join racing with shutdown ---- */
+
+static atomic_bool creator_stop;
+static atomic_long created, refused;
+
+static void *creator(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&creator_stop)) {
+		fiber_t f;
+		void *ret = NULL;
+		int rc = fiber_create(&f, NULL, quick, (void *)7);
+
+		if (rc == 0) {
+			if (fiber_join(f, &ret) != 0 || ret != (void *)7)
+				return (void *)1;
+			atomic_fetch_add(&created, 1);
+		} else if (rc == ESHUTDOWN) {
+			atomic_fetch_add(&refused, 1);
+		} else {
+			return (void *)2;
+		}
+		usleep(rc ? 50 : 200);
+	}
+	return NULL;
+}
+
+#define CREATORS 3
+
+static void test_shutdown_create_and_join_race_with_it(void **state)
+{
+	pthread_t t[CREATORS];
+	void *res;
+
+	(void)state;
+	atomic_store(&creator_stop, false);
+	for (int k = 0; k < CREATORS; k++)
+		assert_int_equal(pthread_create(&t[k], NULL, creator, NULL), 0);
+	for (int i = 0; i < 100; i++) {
+		int rc = fiber_init(NULL);
+
+		assert_true(rc == 0 || rc == EBUSY); /* EBUSY: it started one */
+		usleep(2000);
+		rc = fiber_shutdown();
+		assert_true(rc == 0 || rc == ESRCH);
+	}
+	atomic_store(&creator_stop, true);
+	for (int k = 0; k < CREATORS; k++) {
+		assert_int_equal(pthread_join(t[k], &res), 0);
+		assert_null(res);
+	}
+	fiber_shutdown();
+	assert_true(atomic_load(&created) > 0);
+}
+
+/* ---- fork ---- */
+
+/* ThreadSanitizer cannot start threads in the child of a multi-threaded
+ * fork(); under it the child checks everything but the fresh runtime. */
+#if defined(__SANITIZE_THREAD__)
+#define CHILD_MAY_START_THREADS 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CHILD_MAY_START_THREADS 0
+#endif
+#endif
+#ifndef CHILD_MAY_START_THREADS
+#define CHILD_MAY_START_THREADS 1
+#endif
+
+/* In the child: what a program does after fork() without exec. */
+static int child_uses_fibers(void)
+{
+	fiber_t f;
+	void *ret;
+
+	alarm(20); /* a hang fails the child */
+	if (fiber_self() != NULL || fiber_current_worker() != -1)
+		return 10;
+	if (fiber_shutdown() != ESRCH) /* the parent's is gone */
+		return 11;
+	if (!CHILD_MAY_START_THREADS)
+		return 0;
+	for (int i = 0; i < 10; i++) {
+		if (fiber_create(&f, NULL, quick, (void *)3))
+			return 12;
+		if (fiber_join(f, &ret) || ret != (void *)3)
+			return 13;
+	}
+	if (fiber_nr_workers() < 1)
+		return 14;
+	if (fiber_shutdown() != 0)
+		return 15;
+	return 0;
+}
+
+static int wait_child(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(st))
+		return 1000 + WTERMSIG(st);
+	return WEXITSTATUS(st);
+}
+
+static void test_fork_child_starts_a_fresh_runtime(void **state)
+{
+	fiber_t f;
+	pid_t pid;
+
+	(void)state;
+	atomic_store(&ready, 0);
+	fiber_sem_init(&sem, 0);
+	runtime_start(2);
+	f = spawn_named(on_sem, NULL,
+			NULL); /* the parent has a blocked fiber */
+	wait_ready(&ready, 1);
+	pid = fork();
+	if (pid == 0)
+		_exit(child_uses_fibers());
+	assert_true(pid > 0);
+	assert_int_equal(wait_child(pid), 0);
+	/* The parent's runtime is untouched. */
+	assert_int_equal(fiber_sem_post(&sem), 0);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	runtime_stop();
+}
+
+static atomic_int fork_result = -1;
+
+static void *forking_fiber(void *arg)
+{
+	int how = (int)(intptr_t)arg;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (how == 1)
+			execl("/bin/true", "true", (char *)NULL);
+		if (how == 2)
+			_exit(42);
+		_exit(child_uses_fibers());
+	}
+	atomic_store(&fork_result, pid < 0 ? -1 : wait_child(pid));
+	return NULL;
+}
+
+static void test_fork_from_a_fiber(void **state)
+{
+	static const int expect[] = { 0, 0, 42 }; /* fibers, exec, _exit */
+
+	(void)state;
+	runtime_start(2);
+	for (int how = 0; how < 3; how++) {
+		fiber_t f =
+			spawn_named(forking_fiber, (void *)(intptr_t)how, NULL);
+
+		assert_int_equal(fiber_join(f, NULL), 0);
+		assert_int_equal(atomic_load(&fork_result), expect[how]);
+	}
+	runtime_stop();
+}
+
+/* The child reached exit(): its atexit handlers run.  It leaves with
+ * _exit(77) so that a leak checker does not scan a child whose parent's
+ * stacks are gone; 77 tells the parent that exit() was called. */
+static void child_exit_seen(void)
+{
+	_exit(77);
+}
+
+/* The fiber's function returns in the child: the child exits, as when
+ * the last thread of a process ends. */
+static void *returns_in_child(void *arg)
+{
+	pid_t pid = fork();
+
+	(void)arg;
+	if (pid == 0) {
+		atexit(child_exit_seen);
+		return NULL; /* in the child */
+	}
+	atomic_store(&fork_result, pid < 0 ? -1 : wait_child(pid));
+	return NULL;
+}
+
+static void test_fork_child_fiber_returning_exits_zero(void **state)
+{
+	fiber_t f;
+
+	(void)state;
+	runtime_start(1);
+	f = spawn_named(returns_in_child, NULL, NULL);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(atomic_load(&fork_result), 77);
+	runtime_stop();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		TEST(test_shutdown_abandons_blocked_fibers_and_later_wakes_are_harmless),
+		TEST(test_shutdown_does_not_wait_for_sleepers),
+		TEST(test_shutdown_wakes_a_thread_joining_an_abandoned_fiber),
+		TEST(test_shutdown_create_and_join_race_with_it),
+		TEST(test_fork_child_starts_a_fresh_runtime),
+		TEST(test_fork_from_a_fiber),
+		TEST(test_fork_child_fiber_returning_exits_zero),
+	};
+
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
