@@ -343,6 +343,18 @@ FIBER_API void fiber_usleep(unsigned int us);
  * waiting (epoll forgets closed fds): wake it first, e.g. with shutdown(2).
  * Any errno of the underlying call can come back, plus ETIMEDOUT, and
  * ENOMEM or EPERM (an fd epoll cannot watch) from the poller.
+ *
+ * errno after a call that waits: a fiber may resume on another worker
+ * thread, and errno is per thread.  The calls set errno, as POSIX says, on
+ * the thread the fiber returns on; but compiled code may compute the
+ * address of errno before the call (glibc declares __errno_location()
+ * const) and read the old thread's errno after it, at -O2 and above.  The
+ * same holds for errno read after any call that may switch (a fiber_* call
+ * that parks or yields).  fiber_errno() is immune: it returns the errno of
+ * the calling fiber's last failed fd call, kept in the fiber.  errno itself
+ * is safe where no migration can happen: in a fiber whose affinity is one
+ * worker (it never migrates), after a call that never switches (fiber_poll
+ * with timeout 0, MSG_DONTWAIT), and on a thread that is not a worker.
  */
 FIBER_API ssize_t fiber_read(int fd, void *buf, size_t len);
 FIBER_API ssize_t fiber_write(int fd, const void *buf, size_t len);
@@ -365,6 +377,10 @@ FIBER_API int fiber_connect(int fd, const struct sockaddr *addr,
  * Return: the reported events (> 0, with POLLERR/POLLHUP), 0 on timeout as
  * poll(2) does, or -1 with errno. */
 FIBER_API int fiber_poll(int fd, short events, int timeout_ms);
+/* The errno of the calling fiber's last failed fd call (above), whichever
+ * worker it ran on; on a thread that is not a worker, errno.  0 if none
+ * failed yet.  Cannot fail. */
+FIBER_API int fiber_errno(void);
 
 #ifdef __cplusplus
 }

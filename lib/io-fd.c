@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * io-fd.c - fiber-aware fd calls: fiber_read, fiber_write, fiber_readv,
- * fiber_writev, fiber_recv, fiber_send, fiber_accept, fiber_connect and
- * fiber_poll.
+ * fiber_writev, fiber_recv, fiber_send, fiber_accept, fiber_connect,
+ * fiber_poll and fiber_errno.
  *
  * Each call tries the system call on the (non-blocking) fd; on EAGAIN it
  * waits for readiness and tries again.  A fiber parks on the poller
@@ -15,6 +15,16 @@
  * Timeouts: fiber_connect and fiber_poll take one; the transfer calls
  * honour the socket's SO_RCVTIMEO / SO_SNDTIMEO (read with getsockopt only
  * when the call has to wait) and fail with ETIMEDOUT when it runs out.
+ *
+ * errno.  A fiber may resume on another worker thread after any wait, and
+ * glibc declares __errno_location() const, so the compiler may compute the
+ * errno address once and keep it across the switch: the error would land
+ * in the old thread's errno (and EAGAIN would be read from there).  So the
+ * internal functions return -errno (or an errno), errno is read only
+ * through sys_errno() and written only by fail(), both through errno_at, a
+ * volatile pointer to __errno_location that the compiler must call afresh.
+ * fail() also keeps the error in the fiber (fiber_errno), which no
+ * migration can lose.
  *
  * These calls follow POSIX, not the rest of the API: they return -1 and set
  * errno (fiber.h says so), because their users port code written for read()
@@ -30,6 +40,55 @@
 
 /* Iovecs copied per writev call while finishing a partial write: picked. */
 #define FB_IOV_BATCH 64
+/* The timeout option of a call that tries once (MSG_DONTWAIT). */
+#define ONE_TRY (-1)
+
+/* ---- errno (see the opening comment) ----------------------------------- */
+
+static int *(*volatile errno_at)(void) = __errno_location;
+
+/* The calling thread's errno, looked up afresh. */
+static int sys_errno(void)
+{
+	return *errno_at();
+}
+
+/* A system call's result as a count, or -errno. */
+static ssize_t sys_ret(ssize_t n)
+{
+	return n < 0 ? -(ssize_t)sys_errno() : n;
+}
+
+/* fail - end a call with error @err: errno and fiber_errno.  Return: -1. */
+static int fail(int err)
+{
+	struct fb_fiber *f = fb_current();
+
+	if (f)
+		f->fd_errno = err;
+	*errno_at() = err;
+	return -1;
+}
+
+/* The end of a call that returns a count or -errno, the POSIX way. */
+static ssize_t posix_ret(ssize_t n)
+{
+	return n < 0 ? fail((int)-n) : n;
+}
+
+/*
+ * fiber_errno - the errno of the calling fiber's last failed fd call; on
+ * a thread that is not a worker, errno.  Context: any thread.
+ * Return: that errno (0 if no fd call of this fiber failed yet).
+ */
+int fiber_errno(void)
+{
+	struct fb_fiber *f = fb_current();
+
+	return f ? f->fd_errno : sys_errno();
+}
+
+/* ---- waiting ------------------------------------------------------------- */
 
 /* The deadline of the SO_RCVTIMEO/SO_SNDTIMEO option @opt of @fd, or
  * FB_NO_DEADLINE when it is unset or @fd is not a socket. */
@@ -54,13 +113,13 @@ static int wait_fd(int fd, short events, uint64_t deadline, short *revents)
 	struct pollfd p = { .fd = fd, .events = events };
 	uint32_t rev = 0;
 	uint64_t now;
-	int ms = -1, err;
+	int ms = -1, n;
 
 	if (fb_current()) {
-		err = fb_poll_wait_fd(fd, (uint32_t)events, deadline, &rev);
+		n = fb_poll_wait_fd(fd, (uint32_t)events, deadline, &rev);
 		if (revents)
 			*revents = (short)rev;
-		return err;
+		return n;
 	}
 	if (deadline != FB_NO_DEADLINE) {
 		now = fb_now_ns();
@@ -69,23 +128,25 @@ static int wait_fd(int fd, short events, uint64_t deadline, short *revents)
 		ms = (int)FB_MIN((deadline - now + 999999) / 1000000,
 				 (uint64_t)INT32_MAX);
 	}
-	err = poll(&p, 1, ms);
-	if (err < 0)
-		return errno == EINTR ? 0 : errno;
-	if (err == 0)
+	n = poll(&p, 1, ms);
+	if (n < 0) {
+		n = sys_errno();
+		return n == EINTR ? 0 : n;
+	}
+	if (n == 0)
 		return ETIMEDOUT;
 	if (revents)
 		*revents = p.revents;
 	return 0;
 }
 
-/* One transfer: the system call, given @ctx. */
+/* One transfer: the system call, given @ctx.  Return: a count or -errno. */
 typedef ssize_t (*io_op)(int fd, void *ctx);
 
 /*
  * io_once - run @op until it does not say EAGAIN, waiting for @events in
- * between, under the socket timeout @opt.  Return: @op's result, or -1
- * with errno.
+ * between, under the socket timeout @opt (ONE_TRY: no waiting).
+ * Return: @op's count, or -errno.
  */
 static ssize_t io_once(int fd, short events, int opt, io_op op, void *ctx)
 {
@@ -96,23 +157,28 @@ static ssize_t io_once(int fd, short events, int opt, io_op op, void *ctx)
 
 	for (;;) {
 		n = op(fd, ctx);
-		if (n >= 0)
-			return n;
-		if (errno == EINTR)
+		if (n == -EINTR)
 			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return -1;
+		if (n >= 0 || (n != -EAGAIN && n != -EWOULDBLOCK) ||
+		    opt == ONE_TRY)
+			return n;
 		if (!timed) {
 			deadline = sock_deadline(fd, opt);
 			timed = true;
 		}
 		err = wait_fd(fd, events, deadline, NULL);
-		if (err) {
-			errno = err;
-			return -1;
-		}
+		if (err)
+			return -err;
 	}
 }
+
+/* io_call - a whole call of io_once() on @fd, the POSIX way. */
+static ssize_t io_call(int fd, short events, int opt, io_op op, void *ctx)
+{
+	return posix_ret(io_once(fd, events, opt, op, ctx));
+}
+
+/* ---- transfers ----------------------------------------------------------- */
 
 struct buf_ctx {
 	void *buf;
@@ -124,32 +190,33 @@ static ssize_t op_read(int fd, void *ctx)
 {
 	struct buf_ctx *c = ctx;
 
-	return read(fd, c->buf, c->len);
+	return sys_ret(read(fd, c->buf, c->len));
 }
 
 static ssize_t op_write(int fd, void *ctx)
 {
 	struct buf_ctx *c = ctx;
 
-	return write(fd, c->buf, c->len);
+	return sys_ret(write(fd, c->buf, c->len));
 }
 
 static ssize_t op_recv(int fd, void *ctx)
 {
 	struct buf_ctx *c = ctx;
 
-	return recv(fd, c->buf, c->len, c->flags);
+	return sys_ret(recv(fd, c->buf, c->len, c->flags));
 }
 
 static ssize_t op_send(int fd, void *ctx)
 {
 	struct buf_ctx *c = ctx;
 
-	return send(fd, c->buf, c->len, c->flags);
+	return sys_ret(send(fd, c->buf, c->len, c->flags));
 }
 
-/* write_all - repeat @op over the rest of the buffer until it is written. */
-static ssize_t write_all(int fd, struct buf_ctx *c, io_op op)
+/* write_call - repeat @op over the rest of the buffer until it is all
+ * written.  Return: as fiber_write(). */
+static ssize_t write_call(int fd, struct buf_ctx *c, io_op op)
 {
 	size_t done = 0, len = c->len;
 	ssize_t n;
@@ -157,12 +224,12 @@ static ssize_t write_all(int fd, struct buf_ctx *c, io_op op)
 	do {
 		n = io_once(fd, POLLOUT, SO_SNDTIMEO, op, c);
 		if (n < 0)
-			return done ? (ssize_t)done : -1;
+			break;
 		done += (size_t)n;
 		c->buf = (char *)c->buf + n;
 		c->len -= (size_t)n;
 	} while (done < len);
-	return (ssize_t)done;
+	return done ? (ssize_t)done : posix_ret(n);
 }
 
 /*
@@ -174,7 +241,7 @@ ssize_t fiber_read(int fd, void *buf, size_t len)
 {
 	struct buf_ctx c = { buf, len, 0 };
 
-	return io_once(fd, POLLIN, SO_RCVTIMEO, op_read, &c);
+	return io_call(fd, POLLIN, SO_RCVTIMEO, op_read, &c);
 }
 
 /*
@@ -186,7 +253,7 @@ ssize_t fiber_write(int fd, const void *buf, size_t len)
 {
 	struct buf_ctx c = { (void *)buf, len, 0 };
 
-	return write_all(fd, &c, op_write);
+	return write_call(fd, &c, op_write);
 }
 
 /*
@@ -197,9 +264,9 @@ ssize_t fiber_recv(int fd, void *buf, size_t len, int flags)
 {
 	struct buf_ctx c = { buf, len, flags };
 
-	if (flags & MSG_DONTWAIT)
-		return recv(fd, buf, len, flags);
-	return io_once(fd, POLLIN, SO_RCVTIMEO, op_recv, &c);
+	return io_call(fd, POLLIN,
+		       (flags & MSG_DONTWAIT) ? ONE_TRY : SO_RCVTIMEO, op_recv,
+		       &c);
 }
 
 /*
@@ -211,8 +278,8 @@ ssize_t fiber_send(int fd, const void *buf, size_t len, int flags)
 	struct buf_ctx c = { (void *)buf, len, flags };
 
 	if (flags & MSG_DONTWAIT)
-		return send(fd, buf, len, flags);
-	return write_all(fd, &c, op_send);
+		return io_call(fd, POLLOUT, ONE_TRY, op_send, &c);
+	return write_call(fd, &c, op_send);
 }
 
 struct iov_ctx {
@@ -224,14 +291,14 @@ static ssize_t op_readv(int fd, void *ctx)
 {
 	struct iov_ctx *c = ctx;
 
-	return readv(fd, c->iov, c->cnt);
+	return sys_ret(readv(fd, c->iov, c->cnt));
 }
 
 static ssize_t op_writev(int fd, void *ctx)
 {
 	struct iov_ctx *c = ctx;
 
-	return writev(fd, c->iov, c->cnt);
+	return sys_ret(writev(fd, c->iov, c->cnt));
 }
 
 /*
@@ -242,7 +309,7 @@ ssize_t fiber_readv(int fd, const struct iovec *iov, int iovcnt)
 {
 	struct iov_ctx c = { iov, iovcnt };
 
-	return io_once(fd, POLLIN, SO_RCVTIMEO, op_readv, &c);
+	return io_call(fd, POLLIN, SO_RCVTIMEO, op_readv, &c);
 }
 
 /* Skip @n written bytes of @iov[*i..], the first of which starts @off in. */
@@ -257,21 +324,19 @@ static void iov_advance(const struct iovec *iov, int cnt, int *i, size_t *off,
 	*off += n;
 }
 
-/*
- * fiber_writev - writev(2) of every byte of @iov, parking while @fd is
- * full.  Context: any thread.  Return: as fiber_write().
- */
-ssize_t fiber_writev(int fd, const struct iovec *iov, int iovcnt)
+/* writev_all - fiber_writev() but the errno.  Return: the bytes written,
+ * or -errno if none was. */
+static ssize_t writev_all(int fd, const struct iovec *iov, int iovcnt)
 {
 	struct iovec batch[FB_IOV_BATCH];
 	struct iov_ctx c = { iov, iovcnt };
 	size_t done = 0, off = 0;
 	ssize_t n;
-	int i = 0, k;
+	int i = 0, j;
 
 	n = io_once(fd, POLLOUT, SO_SNDTIMEO, op_writev, &c);
 	if (n < 0)
-		return -1;
+		return n;
 	for (;;) {
 		done += (size_t)n;
 		iov_advance(iov, iovcnt, &i, &off, (size_t)n);
@@ -283,17 +348,28 @@ ssize_t fiber_writev(int fd, const struct iovec *iov, int iovcnt)
 			return (ssize_t)done;
 		/* A partial write: go on from iov[i] + off, a batch at a
 		 * time, with the first element trimmed. */
-		for (k = 0; k < FB_IOV_BATCH && i + k < iovcnt; k++)
-			batch[k] = iov[i + k];
+		for (j = 0; j < FB_IOV_BATCH && i + j < iovcnt; j++)
+			batch[j] = iov[i + j];
 		batch[0].iov_base = (char *)batch[0].iov_base + off;
 		batch[0].iov_len -= off;
 		c.iov = batch;
-		c.cnt = k;
+		c.cnt = j;
 		n = io_once(fd, POLLOUT, SO_SNDTIMEO, op_writev, &c);
 		if (n < 0)
 			return (ssize_t)done;
 	}
 }
+
+/*
+ * fiber_writev - writev(2) of every byte of @iov, parking while @fd is
+ * full.  Context: any thread.  Return: as fiber_write().
+ */
+ssize_t fiber_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	return posix_ret(writev_all(fd, iov, iovcnt));
+}
+
+/* ---- connections --------------------------------------------------------- */
 
 struct accept_ctx {
 	struct sockaddr *addr;
@@ -305,7 +381,7 @@ static ssize_t op_accept(int fd, void *ctx)
 {
 	struct accept_ctx *c = ctx;
 
-	return accept4(fd, c->addr, c->len, c->flags);
+	return sys_ret(accept4(fd, c->addr, c->len, c->flags));
 }
 
 /*
@@ -319,7 +395,7 @@ int fiber_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
 {
 	struct accept_ctx c = { addr, addrlen, flags | SOCK_NONBLOCK };
 
-	return (int)io_once(fd, POLLIN, SO_RCVTIMEO, op_accept, &c);
+	return (int)io_call(fd, POLLIN, SO_RCVTIMEO, op_accept, &c);
 }
 
 static uint64_t ms_deadline(int timeout_ms)
@@ -327,6 +403,28 @@ static uint64_t ms_deadline(int timeout_ms)
 	if (timeout_ms < 0)
 		return FB_NO_DEADLINE;
 	return fb_now_ns() + (uint64_t)timeout_ms * 1000000u;
+}
+
+/* connect_wait - fiber_connect() but the errno.  Return: 0 or an errno. */
+static int connect_wait(int fd, const struct sockaddr *addr, socklen_t addrlen,
+			uint64_t deadline)
+{
+	socklen_t len = sizeof(int);
+	int err;
+
+	if (connect(fd, addr, addrlen) == 0)
+		return 0;
+	err = sys_errno();
+	if (err != EINPROGRESS && err != EINTR && err != EAGAIN)
+		return err;
+	do {
+		err = wait_fd(fd, POLLOUT, deadline, NULL);
+		if (err)
+			return err;
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+			return sys_errno();
+	} while (err == EINPROGRESS || err == EALREADY);
+	return err;
 }
 
 /*
@@ -339,28 +437,37 @@ static uint64_t ms_deadline(int timeout_ms)
 int fiber_connect(int fd, const struct sockaddr *addr, socklen_t addrlen,
 		  int timeout_ms)
 {
-	uint64_t deadline = ms_deadline(timeout_ms);
-	socklen_t len = sizeof(int);
-	int err;
+	int err = connect_wait(fd, addr, addrlen, ms_deadline(timeout_ms));
 
-	if (connect(fd, addr, addrlen) == 0)
-		return 0;
-	if (errno != EINPROGRESS && errno != EINTR && errno != EAGAIN)
-		return -1;
-	do {
-		err = wait_fd(fd, POLLOUT, deadline, NULL);
-		if (err) {
-			errno = err;
-			return -1;
-		}
-		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
-			return -1;
-	} while (err == EINPROGRESS || err == EALREADY);
-	if (err) {
-		errno = err;
-		return -1;
+	return err ? fail(err) : 0;
+}
+
+/* poll_wait - fiber_poll() but the errno.  Return: as fiber_poll(), with
+ * -errno for an error. */
+static int poll_wait(int fd, short events, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	uint64_t deadline = ms_deadline(timeout_ms);
+	short rev = 0;
+	int n, err;
+
+	for (;;) {
+		n = poll(&p, 1, 0);
+		if (n > 0)
+			return p.revents;
+		if (n < 0 && (err = sys_errno()) != EINTR)
+			return -err;
+		if (timeout_ms == 0)
+			return 0;
+		err = wait_fd(fd, events, deadline, &rev);
+		if (err == ETIMEDOUT)
+			return 0;
+		if (err)
+			return -err;
+		rev &= (short)(events | POLLERR | POLLHUP);
+		if (rev)
+			return rev;
 	}
-	return 0;
 }
 
 /*
@@ -372,28 +479,5 @@ int fiber_connect(int fd, const struct sockaddr *addr, socklen_t addrlen,
  */
 int fiber_poll(int fd, short events, int timeout_ms)
 {
-	struct pollfd p = { .fd = fd, .events = events };
-	uint64_t deadline = ms_deadline(timeout_ms);
-	short rev = 0;
-	int err;
-
-	for (;;) {
-		err = poll(&p, 1, 0);
-		if (err > 0)
-			return p.revents;
-		if (err < 0 && errno != EINTR)
-			return -1;
-		if (timeout_ms == 0)
-			return 0;
-		err = wait_fd(fd, events, deadline, &rev);
-		if (err == ETIMEDOUT)
-			return 0;
-		if (err) {
-			errno = err;
-			return -1;
-		}
-		rev &= (short)(events | POLLERR | POLLHUP);
-		if (rev)
-			return rev;
-	}
+	return (int)posix_ret(poll_wait(fd, events, timeout_ms));
 }

@@ -32,6 +32,12 @@
  * number reused) costs a retry, never a wrong result; MOD failing with
  * ENOENT (the kernel dropped a closed fd) turns into ADD.
  *
+ * errno.  A fiber may resume on another thread after any switch, and
+ * glibc declares __errno_location() const, so the compiler may keep the
+ * errno address of the thread before a switch.  This file reads errno only
+ * right after the system call that set it, in code that does not switch
+ * before; io-fd.c's opening comment gives the rule for the fd calls.
+ *
  * Alternatives rejected: edge-triggered registration once per fd (one
  * epoll_ctl less per wait, but the table cannot see close(2), so a reused
  * number would wait for an edge on a descriptor epoll no longer watches);

@@ -71,6 +71,8 @@ struct fb_fiber {
 	bool exited;		  /* join_lock */
 	struct fb_waiter *joiner; /* join_lock */
 
+	int fd_errno; /* errno of its last failed fd call (fiber_errno);
+			 the fiber itself */
 	uint64_t id;
 	char name[32];
 	void **specific; /* FIBER_KEYS_MAX slots, allocated on first set */
