@@ -2,7 +2,7 @@
 /*
  * io-fd.c - fiber-aware fd calls: fiber_read, fiber_write, fiber_readv,
  * fiber_writev, fiber_recv, fiber_send, fiber_accept, fiber_connect,
- * fiber_poll and fiber_errno.
+ * fiber_poll, fiber_close and fiber_errno.
  *
  * Each call tries the system call on the (non-blocking) fd; on EAGAIN it
  * waits for readiness and tries again.  A fiber parks on the poller
@@ -15,6 +15,13 @@
  * Timeouts: fiber_connect and fiber_poll take one; the transfer calls
  * honour the socket's SO_RCVTIMEO / SO_SNDTIMEO (read with getsockopt only
  * when the call has to wait) and fail with ETIMEDOUT when it runs out.
+ *
+ * Closing.  Each call runs inside the fd's entry of the poller
+ * (fb_poll_enter .. fb_poll_leave), which counts it in progress;
+ * fiber_close() wakes the waiters with EBADF, waits for the count to drain
+ * and only then calls close(2), so no call of the old file reaches the
+ * file that reuses the number.  A call that sees the close returns EBADF
+ * and never retries its system call.  sched-poll.c has the protocol.
  *
  * errno.  A fiber may resume on another worker thread after any wait, and
  * glibc declares __errno_location() const, so the compiler may compute the
@@ -37,6 +44,7 @@
 #include <unistd.h>
 
 #include "sched.h"
+#include "sched-poll.h"
 
 /* Iovecs copied per writev call while finishing a partial write: picked. */
 #define FB_IOV_BATCH 64
@@ -90,6 +98,25 @@ int fiber_errno(void)
 
 /* ---- waiting ------------------------------------------------------------- */
 
+/* One call in progress on @fd: its entry (NULL once left) and generation. */
+struct call {
+	int fd;
+	struct fb_iofd *d;
+	uint32_t gen;
+};
+
+static int call_enter(struct call *k, int fd)
+{
+	k->fd = fd;
+	return fb_poll_enter(fd, &k->d, &k->gen);
+}
+
+static void call_leave(struct call *k)
+{
+	if (k->d)
+		fb_poll_leave(k->d);
+}
+
 /* The deadline of the SO_RCVTIMEO/SO_SNDTIMEO option @opt of @fd, or
  * FB_NO_DEADLINE when it is unset or @fd is not a socket. */
 static uint64_t sock_deadline(int fd, int opt)
@@ -104,23 +131,15 @@ static uint64_t sock_deadline(int fd, int opt)
 	       (uint64_t)tv.tv_usec * 1000u;
 }
 
-/*
- * wait_fd - wait until @fd reports one of @events, or @deadline.
- * Return: 0 (ready, or interrupted: retry), ETIMEDOUT, or an errno.
- */
-static int wait_fd(int fd, short events, uint64_t deadline, short *revents)
+/* poll_thread - a foreign thread's wait: poll(2) outside the entry, which
+ * it re-enters only if @k's fd was not closed meanwhile. */
+static int poll_thread(struct call *k, short events, uint64_t deadline,
+		       short *revents)
 {
-	struct pollfd p = { .fd = fd, .events = events };
-	uint32_t rev = 0;
+	struct pollfd p = { .fd = k->fd, .events = events };
 	uint64_t now;
-	int ms = -1, n;
+	int ms = -1, n, err;
 
-	if (fb_current()) {
-		n = fb_poll_wait_fd(fd, (uint32_t)events, deadline, &rev);
-		if (revents)
-			*revents = (short)rev;
-		return n;
-	}
 	if (deadline != FB_NO_DEADLINE) {
 		now = fb_now_ns();
 		if (now >= deadline)
@@ -128,16 +147,39 @@ static int wait_fd(int fd, short events, uint64_t deadline, short *revents)
 		ms = (int)FB_MIN((deadline - now + 999999) / 1000000,
 				 (uint64_t)INT32_MAX);
 	}
+	fb_poll_leave(k->d);
 	n = poll(&p, 1, ms);
-	if (n < 0) {
-		n = sys_errno();
-		return n == EINTR ? 0 : n;
+	err = n < 0 ? sys_errno() : 0;
+	if (fb_poll_reenter(k->d, k->gen)) {
+		k->d = NULL;
+		return EBADF;
 	}
+	if (n < 0)
+		return err == EINTR ? 0 : err;
 	if (n == 0)
 		return ETIMEDOUT;
 	if (revents)
 		*revents = p.revents;
 	return 0;
+}
+
+/*
+ * wait_fd - wait until @k's fd reports one of @events, or @deadline.
+ * Return: 0 (ready, or interrupted: retry), ETIMEDOUT, EBADF (closed), or
+ * an errno.
+ */
+static int wait_fd(struct call *k, short events, uint64_t deadline,
+		   short *revents)
+{
+	uint32_t rev = 0;
+	int err;
+
+	if (!fb_current())
+		return poll_thread(k, events, deadline, revents);
+	err = fb_poll_wait_fd(k->fd, (uint32_t)events, deadline, &rev);
+	if (revents)
+		*revents = (short)rev;
+	return err;
 }
 
 /* One transfer: the system call, given @ctx.  Return: a count or -errno. */
@@ -146,9 +188,10 @@ typedef ssize_t (*io_op)(int fd, void *ctx);
 /*
  * io_once - run @op until it does not say EAGAIN, waiting for @events in
  * between, under the socket timeout @opt (ONE_TRY: no waiting).
- * Return: @op's count, or -errno.
+ * Context: inside call @k.  Return: @op's count, or -errno.
  */
-static ssize_t io_once(int fd, short events, int opt, io_op op, void *ctx)
+static ssize_t io_once(struct call *k, short events, int opt, io_op op,
+		       void *ctx)
 {
 	uint64_t deadline = FB_NO_DEADLINE;
 	bool timed = false;
@@ -156,17 +199,17 @@ static ssize_t io_once(int fd, short events, int opt, io_op op, void *ctx)
 	int err;
 
 	for (;;) {
-		n = op(fd, ctx);
+		n = op(k->fd, ctx);
 		if (n == -EINTR)
 			continue;
 		if (n >= 0 || (n != -EAGAIN && n != -EWOULDBLOCK) ||
 		    opt == ONE_TRY)
 			return n;
 		if (!timed) {
-			deadline = sock_deadline(fd, opt);
+			deadline = sock_deadline(k->fd, opt);
 			timed = true;
 		}
-		err = wait_fd(fd, events, deadline, NULL);
+		err = wait_fd(k, events, deadline, NULL);
 		if (err)
 			return -err;
 	}
@@ -175,7 +218,14 @@ static ssize_t io_once(int fd, short events, int opt, io_op op, void *ctx)
 /* io_call - a whole call of io_once() on @fd, the POSIX way. */
 static ssize_t io_call(int fd, short events, int opt, io_op op, void *ctx)
 {
-	return posix_ret(io_once(fd, events, opt, op, ctx));
+	struct call k;
+	ssize_t n = -call_enter(&k, fd);
+
+	if (!n) {
+		n = io_once(&k, events, opt, op, ctx);
+		call_leave(&k);
+	}
+	return posix_ret(n);
 }
 
 /* ---- transfers ----------------------------------------------------------- */
@@ -215,27 +265,32 @@ static ssize_t op_send(int fd, void *ctx)
 }
 
 /* write_call - repeat @op over the rest of the buffer until it is all
- * written.  Return: as fiber_write(). */
+ * written, in one call on @fd.  Return: as fiber_write(). */
 static ssize_t write_call(int fd, struct buf_ctx *c, io_op op)
 {
 	size_t done = 0, len = c->len;
-	ssize_t n;
+	struct call k;
+	ssize_t n = -call_enter(&k, fd);
 
+	if (n)
+		return posix_ret(n);
 	do {
-		n = io_once(fd, POLLOUT, SO_SNDTIMEO, op, c);
+		n = io_once(&k, POLLOUT, SO_SNDTIMEO, op, c);
 		if (n < 0)
 			break;
 		done += (size_t)n;
 		c->buf = (char *)c->buf + n;
 		c->len -= (size_t)n;
 	} while (done < len);
+	call_leave(&k);
 	return done ? (ssize_t)done : posix_ret(n);
 }
 
 /*
  * fiber_read - read(2) that parks the fiber until @fd is readable.
  * Context: any thread.  Return: bytes read, 0 at end of file, or -1 with
- * errno (read(2)'s, or ETIMEDOUT under SO_RCVTIMEO).
+ * errno (read(2)'s, ETIMEDOUT under SO_RCVTIMEO, EBADF once fiber_close()
+ * or a reuse of the number ended the wait).
  */
 ssize_t fiber_read(int fd, void *buf, size_t len)
 {
@@ -247,7 +302,8 @@ ssize_t fiber_read(int fd, void *buf, size_t len)
 /*
  * fiber_write - write(2) of all @len bytes, parking while @fd is full.
  * Context: any thread.  Return: @len, the bytes written before an error,
- * or -1 with errno (write(2)'s, or ETIMEDOUT under SO_SNDTIMEO).
+ * or -1 with errno (write(2)'s, ETIMEDOUT under SO_SNDTIMEO, EBADF as
+ * fiber_read()).
  */
 ssize_t fiber_write(int fd, const void *buf, size_t len)
 {
@@ -324,9 +380,9 @@ static void iov_advance(const struct iovec *iov, int cnt, int *i, size_t *off,
 	*off += n;
 }
 
-/* writev_all - fiber_writev() but the errno.  Return: the bytes written,
+/* writev_all - fiber_writev() inside call @k.  Return: the bytes written,
  * or -errno if none was. */
-static ssize_t writev_all(int fd, const struct iovec *iov, int iovcnt)
+static ssize_t writev_all(struct call *k, const struct iovec *iov, int iovcnt)
 {
 	struct iovec batch[FB_IOV_BATCH];
 	struct iov_ctx c = { iov, iovcnt };
@@ -334,7 +390,7 @@ static ssize_t writev_all(int fd, const struct iovec *iov, int iovcnt)
 	ssize_t n;
 	int i = 0, j;
 
-	n = io_once(fd, POLLOUT, SO_SNDTIMEO, op_writev, &c);
+	n = io_once(k, POLLOUT, SO_SNDTIMEO, op_writev, &c);
 	if (n < 0)
 		return n;
 	for (;;) {
@@ -354,7 +410,7 @@ static ssize_t writev_all(int fd, const struct iovec *iov, int iovcnt)
 		batch[0].iov_len -= off;
 		c.iov = batch;
 		c.cnt = j;
-		n = io_once(fd, POLLOUT, SO_SNDTIMEO, op_writev, &c);
+		n = io_once(k, POLLOUT, SO_SNDTIMEO, op_writev, &c);
 		if (n < 0)
 			return (ssize_t)done;
 	}
@@ -366,7 +422,14 @@ static ssize_t writev_all(int fd, const struct iovec *iov, int iovcnt)
  */
 ssize_t fiber_writev(int fd, const struct iovec *iov, int iovcnt)
 {
-	return posix_ret(writev_all(fd, iov, iovcnt));
+	struct call k;
+	ssize_t n = -call_enter(&k, fd);
+
+	if (!n) {
+		n = writev_all(&k, iov, iovcnt);
+		call_leave(&k);
+	}
+	return posix_ret(n);
 }
 
 /* ---- connections --------------------------------------------------------- */
@@ -389,7 +452,7 @@ static ssize_t op_accept(int fd, void *ctx)
  * new socket is always non-blocking (SOCK_NONBLOCK is added to @flags), as
  * the fiber calls need.  Context: any thread.
  * Return: the new fd, or -1 with accept4(2)'s errno (EMFILE included: the
- * call does not wait for a free descriptor).
+ * call does not wait for a free descriptor), or EBADF as fiber_read().
  */
 int fiber_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
 {
@@ -405,23 +468,23 @@ static uint64_t ms_deadline(int timeout_ms)
 	return fb_now_ns() + (uint64_t)timeout_ms * 1000000u;
 }
 
-/* connect_wait - fiber_connect() but the errno.  Return: 0 or an errno. */
-static int connect_wait(int fd, const struct sockaddr *addr, socklen_t addrlen,
-			uint64_t deadline)
+/* connect_wait - fiber_connect() inside call @k.  Return: 0 or an errno. */
+static int connect_wait(struct call *k, const struct sockaddr *addr,
+			socklen_t addrlen, uint64_t deadline)
 {
 	socklen_t len = sizeof(int);
 	int err;
 
-	if (connect(fd, addr, addrlen) == 0)
+	if (connect(k->fd, addr, addrlen) == 0)
 		return 0;
 	err = sys_errno();
 	if (err != EINPROGRESS && err != EINTR && err != EAGAIN)
 		return err;
 	do {
-		err = wait_fd(fd, POLLOUT, deadline, NULL);
+		err = wait_fd(k, POLLOUT, deadline, NULL);
 		if (err)
 			return err;
-		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		if (getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err, &len))
 			return sys_errno();
 	} while (err == EINPROGRESS || err == EALREADY);
 	return err;
@@ -432,21 +495,27 @@ static int connect_wait(int fd, const struct sockaddr *addr, socklen_t addrlen,
  * connection is made, fails, or @timeout_ms (-1: none) runs out.
  * Context: any thread.
  * Return: 0, or -1 with connect(2)'s errno (the connection's error, e.g.
- * ECONNREFUSED), or ETIMEDOUT.
+ * ECONNREFUSED), ETIMEDOUT, or EBADF as fiber_read().
  */
 int fiber_connect(int fd, const struct sockaddr *addr, socklen_t addrlen,
 		  int timeout_ms)
 {
-	int err = connect_wait(fd, addr, addrlen, ms_deadline(timeout_ms));
+	uint64_t deadline = ms_deadline(timeout_ms);
+	struct call k;
+	int err = call_enter(&k, fd);
 
+	if (!err) {
+		err = connect_wait(&k, addr, addrlen, deadline);
+		call_leave(&k);
+	}
 	return err ? fail(err) : 0;
 }
 
-/* poll_wait - fiber_poll() but the errno.  Return: as fiber_poll(), with
+/* poll_wait - fiber_poll() inside call @k.  Return: as fiber_poll(), with
  * -errno for an error. */
-static int poll_wait(int fd, short events, int timeout_ms)
+static int poll_wait(struct call *k, short events, int timeout_ms)
 {
-	struct pollfd p = { .fd = fd, .events = events };
+	struct pollfd p = { .fd = k->fd, .events = events };
 	uint64_t deadline = ms_deadline(timeout_ms);
 	short rev = 0;
 	int n, err;
@@ -459,7 +528,7 @@ static int poll_wait(int fd, short events, int timeout_ms)
 			return -err;
 		if (timeout_ms == 0)
 			return 0;
-		err = wait_fd(fd, events, deadline, &rev);
+		err = wait_fd(k, events, deadline, &rev);
 		if (err == ETIMEDOUT)
 			return 0;
 		if (err)
@@ -475,9 +544,34 @@ static int poll_wait(int fd, short events, int timeout_ms)
  * POLLPRI, POLLRDHUP) or @timeout_ms runs out (-1: never; 0: just look).
  * Context: any thread.
  * Return: the reported events (> 0, POLLERR and POLLHUP included when
- * they happen), 0 on timeout, or -1 with errno.
+ * they happen), 0 on timeout, or -1 with errno (EBADF as fiber_read()).
  */
 int fiber_poll(int fd, short events, int timeout_ms)
 {
-	return (int)posix_ret(poll_wait(fd, events, timeout_ms));
+	struct call k;
+	int n = -call_enter(&k, fd);
+
+	if (!n) {
+		n = poll_wait(&k, events, timeout_ms);
+		call_leave(&k);
+	}
+	return (int)posix_ret(n);
+}
+
+/*
+ * fiber_close - close(2) for an fd that fiber calls may be using: wake
+ * every call waiting on @fd with EBADF, forget its poller state, wait
+ * until no call is in progress on it, then close it.
+ * Context: any thread, not inside a call on @fd; a fiber yields and sleeps
+ * while calls drain, a thread sched_yields and sleeps.
+ * Return: 0, or -1 with errno: close(2)'s (EBADF, EINTR, EIO...), or EBADF
+ * when another fiber_close() of @fd is running.
+ */
+int fiber_close(int fd)
+{
+	int err = fb_poll_close(fd);
+
+	if (!err && close(fd))
+		err = sys_errno();
+	return err ? fail(err) : 0;
 }
