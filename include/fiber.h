@@ -355,6 +355,12 @@ FIBER_API void fiber_usleep(unsigned int us);
  * worker (it never migrates), after a call that never switches (fiber_poll
  * with timeout 0, MSG_DONTWAIT), and on a thread that is not a worker.
  *
+ * SIGPIPE: writing to a socket whose peer went away fails with EPIPE and
+ * never raises SIGPIPE (sends pass MSG_NOSIGNAL; worker threads block
+ * SIGPIPE).  A pipe whose reader went away gives EPIPE from a fiber; from
+ * a thread that is not a worker, fiber_write/fiber_writev to such a pipe
+ * raise SIGPIPE as write(2) does.
+ *
  * Closing: close an fd that other fibers may be waiting on or using with
  * fiber_close(), which wakes them with EBADF and waits for the calls in
  * progress before it closes.  A plain close(2) under a parked fiber is a

@@ -31,7 +31,10 @@
  * through sys_errno() and written only by fail(), both through errno_at, a
  * volatile pointer to __errno_location that the compiler must call afresh.
  * fail() also keeps the error in the fiber (fiber_errno), which no
- * migration can lose.
+ * migration can lose.  SIGPIPE: sends pass MSG_NOSIGNAL; workers block
+ * SIGPIPE (sched-idle.c), so a write from a fiber gets EPIPE; a foreign
+ * thread's write tries send(MSG_NOSIGNAL) first, so only a write to a pipe
+ * or a FIFO raises SIGPIPE there, as write(2) does.
  *
  * These calls follow POSIX, not the rest of the API: they return -1 and set
  * errno (fiber.h says so), because their users port code written for read()
@@ -243,10 +246,18 @@ static ssize_t op_read(int fd, void *ctx)
 	return sys_ret(read(fd, c->buf, c->len));
 }
 
+/* A worker blocks SIGPIPE; a foreign thread may not, so it sends to a
+ * socket with MSG_NOSIGNAL and writes only what is not one. */
 static ssize_t op_write(int fd, void *ctx)
 {
 	struct buf_ctx *c = ctx;
+	ssize_t n;
 
+	if (!fb_worker_self()) {
+		n = sys_ret(send(fd, c->buf, c->len, MSG_NOSIGNAL));
+		if (n != -ENOTSOCK)
+			return n;
+	}
 	return sys_ret(write(fd, c->buf, c->len));
 }
 
@@ -261,7 +272,7 @@ static ssize_t op_send(int fd, void *ctx)
 {
 	struct buf_ctx *c = ctx;
 
-	return sys_ret(send(fd, c->buf, c->len, c->flags));
+	return sys_ret(send(fd, c->buf, c->len, c->flags | MSG_NOSIGNAL));
 }
 
 /* write_call - repeat @op over the rest of the buffer until it is all
@@ -302,8 +313,8 @@ ssize_t fiber_read(int fd, void *buf, size_t len)
 /*
  * fiber_write - write(2) of all @len bytes, parking while @fd is full.
  * Context: any thread.  Return: @len, the bytes written before an error,
- * or -1 with errno (write(2)'s, ETIMEDOUT under SO_SNDTIMEO, EBADF as
- * fiber_read()).
+ * or -1 with errno (write(2)'s, EPIPE without SIGPIPE (see fiber.h),
+ * ETIMEDOUT under SO_SNDTIMEO, EBADF as fiber_read()).
  */
 ssize_t fiber_write(int fd, const void *buf, size_t len)
 {
@@ -326,8 +337,9 @@ ssize_t fiber_recv(int fd, void *buf, size_t len, int flags)
 }
 
 /*
- * fiber_send - send(2) of all @len bytes (one try with MSG_DONTWAIT).
- * Context: any thread.  Return: as fiber_write().
+ * fiber_send - send(2) of all @len bytes (one try with MSG_DONTWAIT),
+ * always with MSG_NOSIGNAL.  Context: any thread.  Return: as
+ * fiber_write().
  */
 ssize_t fiber_send(int fd, const void *buf, size_t len, int flags)
 {
@@ -350,10 +362,20 @@ static ssize_t op_readv(int fd, void *ctx)
 	return sys_ret(readv(fd, c->iov, c->cnt));
 }
 
+/* As op_write(), with sendmsg(2) for a foreign thread's socket. */
 static ssize_t op_writev(int fd, void *ctx)
 {
 	struct iov_ctx *c = ctx;
+	ssize_t n;
 
+	if (!fb_worker_self()) {
+		struct msghdr m = { .msg_iov = (struct iovec *)c->iov,
+				    .msg_iovlen = (size_t)c->cnt };
+
+		n = sys_ret(sendmsg(fd, &m, MSG_NOSIGNAL));
+		if (n != -ENOTSOCK)
+			return n;
+	}
 	return sys_ret(writev(fd, c->iov, c->cnt));
 }
 

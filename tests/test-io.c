@@ -8,7 +8,8 @@
  * readv/writev; a refused connect; a foreign thread blocking in poll(2);
  * errno and fiber_errno() after a wake on another worker; a waiter on a
  * closed fd whose number is reused; fiber_close() under waiters and under
- * a write; and an idle runtime that does not burn CPU.
+ * a write; writes to a peer that went away (EPIPE, never SIGPIPE, checked
+ * in a child process); and an idle runtime that does not burn CPU.
  *
  * Assertions are on bytes, errnos and counters.  The one time-based check
  * is the idle test's CPU time, which the issue asks for: CPU time, not
@@ -34,6 +35,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -760,6 +762,126 @@ static void test_io_number_reused_after_close_works(void **state)
 	close(sp[1]);
 }
 
+/* ---- writes to a peer that went away: EPIPE, never SIGPIPE -------------- */
+
+/*
+ * The writes run in a fresh process (this program, re-executed with
+ * "--sigpipe-child MODE") with SIGPIPE at its default action, so that a
+ * signal shows as the child's death.  Exit status: 0 when every write
+ * failed with EPIPE, else the number of the write that did not.
+ */
+static int expect_epipe(ssize_t n, int which)
+{
+	return n == -1 && fiber_errno() == EPIPE ? 0 : which;
+}
+
+static int gone_peer_writes(void)
+{
+	struct iovec iov = { .iov_base = "x", .iov_len = 1 };
+	int sp[2], p[2], rc = 0;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp) ||
+	    pipe2(p, O_NONBLOCK))
+		return 100;
+	close(sp[1]);
+	close(p[0]);
+	rc = rc ? rc : expect_epipe(fiber_write(sp[0], "x", 1), 1);
+	rc = rc ? rc : expect_epipe(fiber_writev(sp[0], &iov, 1), 2);
+	rc = rc ? rc : expect_epipe(fiber_send(sp[0], "x", 1, 0), 3);
+	/* A pipe: EPIPE too from a fiber; from a thread see "pipe" below. */
+	if (fiber_self())
+		rc = rc ? rc : expect_epipe(fiber_write(p[1], "x", 1), 4);
+	close(sp[0]);
+	close(p[1]);
+	return rc;
+}
+
+static void *gone_peer_fiber(void *arg)
+{
+	(void)arg;
+	return (void *)(long)gone_peer_writes();
+}
+
+static int sigpipe_child(const char *mode)
+{
+	struct fiber_config c = { 0 };
+	void *r = NULL;
+	fiber_t f;
+	int p[2], rc;
+
+	signal(SIGPIPE, SIG_DFL);
+	c.workers = 2;
+	if (fiber_init(&c))
+		return 101;
+	if (!strcmp(mode, "fiber")) {
+		if (fiber_create(&f, NULL, gone_peer_fiber, NULL) ||
+		    fiber_join(f, &r))
+			rc = 102;
+		else
+			rc = (int)(long)r;
+	} else if (!strcmp(mode, "thread")) {
+		rc = gone_peer_writes();
+	} else {
+		/* A thread's write to a pipe raises SIGPIPE, as write(2). */
+		rc = pipe(p) ? 103 : 0;
+		close(p[0]);
+		if (!rc)
+			fiber_write(p[1], "x", 1);
+		rc = rc ? rc : 104; /* not reached */
+	}
+	fiber_shutdown();
+	return rc;
+}
+
+/* Run sigpipe_child(@mode) in a new process; return its wait status. */
+static int run_sigpipe_child(const char *mode)
+{
+	int status;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl("/proc/self/exe", "test-io", "--sigpipe-child", mode,
+		      (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	print_message("# child %s: %s %d\n", mode,
+		      WIFSIGNALED(status) ? "signal" : "exit",
+		      WIFSIGNALED(status) ? WTERMSIG(status) :
+					    WEXITSTATUS(status));
+	return status;
+}
+
+static void test_io_write_to_gone_peer_from_fiber_is_epipe(void **state)
+{
+	int st = run_sigpipe_child("fiber");
+
+	(void)state;
+	assert_false(WIFSIGNALED(st));
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void test_io_write_to_gone_peer_from_thread_is_epipe(void **state)
+{
+	int st = run_sigpipe_child("thread");
+
+	(void)state;
+	assert_false(WIFSIGNALED(st));
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void test_io_thread_write_to_gone_pipe_raises_sigpipe(void **state)
+{
+	int st = run_sigpipe_child("pipe");
+
+	(void)state;
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGPIPE);
+}
+
 /* ---- EMFILE --------------------------------------------------------------- */
 
 static void test_io_accept_emfile_backs_off(void **state)
@@ -885,7 +1007,7 @@ static void test_io_idle_runtime_burns_no_cpu(void **state)
 	assert_true(fiber_stats_counter("epoll_sleeps") > 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_io_echo_many_concurrent_clients),
@@ -904,10 +1026,18 @@ int main(void)
 			test_io_close_wakes_readers_and_writer_with_ebadf),
 		cmocka_unit_test(test_io_close_under_a_write_returns),
 		cmocka_unit_test(test_io_number_reused_after_close_works),
+		cmocka_unit_test(
+			test_io_write_to_gone_peer_from_fiber_is_epipe),
+		cmocka_unit_test(
+			test_io_write_to_gone_peer_from_thread_is_epipe),
+		cmocka_unit_test(
+			test_io_thread_write_to_gone_pipe_raises_sigpipe),
 		cmocka_unit_test(test_io_accept_emfile_backs_off),
 		cmocka_unit_test(test_io_writev_finishes_partial_writes),
 		cmocka_unit_test(test_io_idle_runtime_burns_no_cpu),
 	};
 
+	if (argc == 3 && !strcmp(argv[1], "--sigpipe-child"))
+		return sigpipe_child(argv[2]);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
