@@ -339,10 +339,39 @@ FIBER_API void fiber_usleep(unsigned int us);
  * writes and sends return once every byte is written, or with the count
  * written before an error (ECONNRESET, EPIPE...), which the next call
  * reports.  Transfers honour SO_RCVTIMEO / SO_SNDTIMEO and then fail with
- * ETIMEDOUT.  Closing an fd while a fiber waits on it leaves that fiber
- * waiting (epoll forgets closed fds): wake it first, e.g. with shutdown(2).
- * Any errno of the underlying call can come back, plus ETIMEDOUT, and
- * ENOMEM or EPERM (an fd epoll cannot watch) from the poller.
+ * ETIMEDOUT.  Any errno of the underlying call can come back, plus
+ * ETIMEDOUT, EBADF (the fd was closed, see below), and ENOMEM or EPERM (an
+ * fd epoll cannot watch) from the poller.
+ *
+ * errno after a call that waits: a fiber may resume on another worker
+ * thread, and errno is per thread.  The calls set errno, as POSIX says, on
+ * the thread the fiber returns on; but compiled code may compute the
+ * address of errno before the call (glibc declares __errno_location()
+ * const) and read the old thread's errno after it, at -O2 and above.  The
+ * same holds for errno read after any call that may switch (a fiber_* call
+ * that parks or yields).  fiber_errno() is immune: it returns the errno of
+ * the calling fiber's last failed fd call, kept in the fiber.  errno itself
+ * is safe where no migration can happen: in a fiber whose affinity is one
+ * worker (it never migrates), after a call that never switches (fiber_poll
+ * with timeout 0, MSG_DONTWAIT), and on a thread that is not a worker.
+ *
+ * SIGPIPE: writing to a socket whose peer went away fails with EPIPE and
+ * never raises SIGPIPE (sends pass MSG_NOSIGNAL; worker threads block
+ * SIGPIPE).  A pipe whose reader went away gives EPIPE from a fiber; from
+ * a thread that is not a worker, fiber_write/fiber_writev to such a pipe
+ * raise SIGPIPE as write(2) does.
+ *
+ * Closing: close an fd that other fibers may be waiting on or using with
+ * fiber_close(), which wakes them with EBADF and waits for the calls in
+ * progress before it closes.  A plain close(2) under a parked fiber is a
+ * misuse, but it never gets another file's data: epoll forgets the fd, so
+ * the fiber stays parked until a fiber call waits on the file that reuses
+ * the number, and then it fails with EBADF.  fiber_close() does not
+ * interrupt a thread that is not a worker and blocks in poll(2) on the fd:
+ * it gets EBADF when it wakes (at its timeout or the old file's next
+ * event), and the close does not wait for it.  A fiber that fiber_shutdown()
+ * abandons in one of these calls gives its fd back: later calls and a
+ * fiber_close() of the fd work as usual.
  */
 FIBER_API ssize_t fiber_read(int fd, void *buf, size_t len);
 FIBER_API ssize_t fiber_write(int fd, const void *buf, size_t len);
@@ -365,6 +394,16 @@ FIBER_API int fiber_connect(int fd, const struct sockaddr *addr,
  * Return: the reported events (> 0, with POLLERR/POLLHUP), 0 on timeout as
  * poll(2) does, or -1 with errno. */
 FIBER_API int fiber_poll(int fd, short events, int timeout_ms);
+/* close(2) for an fd the fiber calls use: every call waiting on @fd
+ * returns -1/EBADF, calls in progress finish (those that start meanwhile
+ * fail with EBADF), then @fd is closed.  Call it outside any call on @fd.
+ * Return: 0; -1 with close(2)'s errno, or EBADF when another fiber_close
+ * of @fd is running. */
+FIBER_API int fiber_close(int fd);
+/* The errno of the calling fiber's last failed fd call (above), whichever
+ * worker it ran on; on a thread that is not a worker, errno.  0 if none
+ * failed yet.  Cannot fail. */
+FIBER_API int fiber_errno(void);
 
 #ifdef __cplusplus
 }

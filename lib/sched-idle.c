@@ -5,6 +5,7 @@
  * state word (the worker side of the sleep protocol in sched-core.c).
  */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -179,7 +180,13 @@ void *fb_worker_main(void *arg)
 {
 	struct fb_worker *w = arg;
 	struct fb_fiber *next;
+	sigset_t pipe_set;
 
+	/* A fiber's write to a peer that went away gets EPIPE, never
+	 * SIGPIPE (io-fd.c). */
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 	fb_this_worker_tls = w;
 	fb_topo_worker_online(w->id);
 	thread_stack(w);

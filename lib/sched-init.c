@@ -323,8 +323,9 @@ static void abandon(struct fb_fiber *f, int nth)
 		fprintf(stderr, "libfiber:   fiber %llu \"%s\": %s\n",
 			(unsigned long long)f->id, name, what);
 	}
-	if ((s == FB_FIBER_PARKED || s == FB_FIBER_PARKING) && w)
-		fb_waiter_claim(w, FB_CLAIM_ABANDONED);
+	if ((s == FB_FIBER_PARKED || s == FB_FIBER_PARKING) && w &&
+	    fb_waiter_claim(w, FB_CLAIM_ABANDONED) && w->kind == FB_WAIT_FD)
+		fb_poll_abandon(w);
 	fb_spin_lock(&f->join_lock);
 	f->abandoned = true;
 	joiner = f->joiner;

@@ -22,15 +22,50 @@
  *   the epoll set, instead of calling futex_wake.
  *
  * Registration.  Each fd has an entry in a two-level table (fd number ->
- * struct fb_iofd: a lock and a wait list, each waiter with the events it
- * wants in w.data).  A waiting fiber queues itself and (re)arms the fd
- * with EPOLLONESHOT for the union of its waiters' events; the poller that
- * gets the event wakes the waiters it satisfies and re-arms for the rest.
- * Arming an fd that is already ready reports it at once, so readiness that
- * arrived between the EAGAIN and the arm is not lost.  Every wake means
- * "try the system call again", so a stale event (an fd closed and its
- * number reused) costs a retry, never a wrong result; MOD failing with
- * ENOENT (the kernel dropped a closed fd) turns into ADD.
+ * struct fb_iofd: a lock, a wait list, each waiter with the events it
+ * wants in w.data, and the call word below).  A waiting fiber queues itself
+ * and (re)arms the fd with EPOLLONESHOT for the union of its waiters'
+ * events; the poller that gets the event wakes the waiters it satisfies
+ * and re-arms for the rest.  Arming an fd that is already ready reports it
+ * at once, so readiness that arrived between the EAGAIN and the arm is not
+ * lost.  Every wake means "try the system call again", so a stale event
+ * costs a retry, never a wrong result.
+ *
+ * Reuse of a number.  epoll drops a registration when its file is closed
+ * (its last descriptor), and keys registrations by file, not by number.  So
+ * when EPOLL_CTL_MOD fails with ENOENT while waiters are queued, the file
+ * they armed for is gone from this number: a plain close(2) ran under them.
+ * They are stale; arm_locked() fails them with EBADF before it ADDs the
+ * new file.  A waiter parked on a closed fd therefore never gets the bytes
+ * of the file that reuses the number, and never keeps the new file's
+ * readers waiting; until the number is reused it stays parked (close(2)
+ * tells epoll nothing we could see), which is why fiber_close() exists.
+ *
+ * Closing.  The call word of an entry (@calls, one atomic 64-bit word)
+ * holds the number of fd calls in progress (bits 0-31), CLOSING (bit 32)
+ * and a generation (bits 33-63) that each fiber_close() bumps.  Every fd
+ * call (io-fd.c) enters the entry before its first system call and leaves
+ * it after its last one: entering is a CAS that adds one while CLOSING is
+ * clear, and fails with EBADF while it is set.  fb_poll_close() sets
+ * CLOSING, then under the entry lock wakes every waiter with EBADF and
+ * drops the registration (EPOLL_CTL_DEL: a file that lives on in a dup or
+ * a child would keep it), then waits until the count is 0, then clears
+ * CLOSING and bumps the generation; fiber_close() then calls close(2).  A
+ * fiber keeps its count while it is parked, and checks CLOSING before it
+ * queues (under the lock, so either the closer sees it queued or it sees
+ * CLOSING) and after it wakes, so it never retries its system call once a
+ * close began, and close(2) never runs under a call in progress: the
+ * number cannot be reused under it.  A foreign thread blocks in poll(2),
+ * which a close does not interrupt; it leaves the entry while it polls (so
+ * the close does not wait for it) and re-enters only if the generation is
+ * still the one it started in, else it fails with EBADF.  Models: Go's
+ * netFD close (fdMutex: a reference count and a closing bit in one word).
+ *
+ * errno.  A fiber may resume on another thread after any switch, and
+ * glibc declares __errno_location() const, so the compiler may keep the
+ * errno address of the thread before a switch.  This file reads errno only
+ * right after the system call that set it, in code that does not switch
+ * before; io-fd.c's opening comment gives the rule for the fd calls.
  *
  * Alternatives rejected: edge-triggered registration once per fd (one
  * epoll_ctl less per wait, but the table cannot see close(2), so a reused
@@ -40,34 +75,34 @@
  * the poller sleeps in epoll).
  */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "sched.h"
+#include "sched-poll.h"
 
-/* fd table: FB_IOFD_CHUNK entries per chunk, allocated on first use. */
-#define FB_IOFD_CHUNK 1024
-#define FB_IOFD_CHUNKS 1024 /* fds below 1M; picked, like a large ulimit */
 /* Events taken from epoll per call: picked. */
 #define FB_POLL_EVENTS 64
 /* epoll data of the eventfd; fds are below 2^31. */
 #define EVFD_KEY UINT64_MAX
 
-struct fb_iofd {
-	struct fb_spinlock lock;
-	struct fb_list waiters; /* struct fb_waiter, w.data = events; @lock */
-};
+/* fb_poll_close() waits for calls with this many yields, then sleeps of
+ * IOFD_DRAIN_SLEEP_NS: picked; a woken fiber returns within a switch. */
+#define IOFD_DRAIN_YIELDS 64
+#define IOFD_DRAIN_SLEEP_NS 50000u
 
 static struct {
 	atomic_bool up;	  /* release once the fds below are valid */
 	atomic_bool busy; /* the poller flag: a worker is in epoll_wait */
 	int epfd;
 	int evfd;
-	pthread_mutex_t init_lock; /* creating and freeing */
-	struct fb_iofd *_Atomic chunks[FB_IOFD_CHUNKS];
+	pthread_mutex_t init_lock; /* creating and freeing, fd table too */
 } poller = { .init_lock = PTHREAD_MUTEX_INITIALIZER };
+
+struct fb_iofd *_Atomic fb_iofd_chunks[FB_IOFD_CHUNKS];
 
 /* ---- setup --------------------------------------------------------------- */
 
@@ -114,52 +149,171 @@ void fb_poll_fini(void)
 		fb_store_relaxed(&poller.up, false);
 	}
 	fb_store_relaxed(&poller.busy, false);
-	for (int i = 0; i < FB_IOFD_CHUNKS; i++) {
-		fb_free(fb_load_relaxed(&poller.chunks[i]));
-		fb_store_relaxed(&poller.chunks[i], NULL);
-	}
+	/* The fd table stays: a thread may be inside an fd call (in
+	 * poll(2)) across the shutdown and come back to its entry. */
 	pthread_mutex_unlock(&poller.init_lock);
 }
 
-/* iofd - the entry of @fd; NULL if out of range or out of memory. */
-static struct fb_iofd *iofd(int fd, bool create)
+/* iofd_alloc - the entry of @fd, allocating its chunk; NULL if out of
+ * memory.  Context: @fd in range. */
+static fb_noinline struct fb_iofd *iofd_alloc(int fd)
 {
 	struct fb_iofd *c;
 	unsigned int i = (unsigned int)fd / FB_IOFD_CHUNK;
 
-	if (fd < 0 || i >= FB_IOFD_CHUNKS)
-		return NULL;
-	c = fb_load_acquire(&poller.chunks[i]);
-	if (!c && create) {
-		pthread_mutex_lock(&poller.init_lock);
-		c = fb_load_relaxed(&poller.chunks[i]);
-		if (!c) {
-			c = fb_calloc(FB_IOFD_CHUNK, sizeof(*c));
-			fb_store_release(&poller.chunks[i], c);
-		}
-		pthread_mutex_unlock(&poller.init_lock);
+	pthread_mutex_lock(&poller.init_lock);
+	c = fb_load_relaxed(&fb_iofd_chunks[i]);
+	if (!c) {
+		c = fb_aligned_alloc(FB_CACHELINE, FB_IOFD_CHUNK * sizeof(*c));
+		if (c)
+			memset(c, 0, FB_IOFD_CHUNK * sizeof(*c));
+		fb_store_release(&fb_iofd_chunks[i], c);
 	}
+	pthread_mutex_unlock(&poller.init_lock);
 	return c ? &c[(unsigned int)fd % FB_IOFD_CHUNK] : NULL;
+}
+
+/* iofd - the entry of @fd; NULL if out of range, or not there and not
+ * @create, or out of memory.  Every fd call looks it up: keep it small. */
+static inline struct fb_iofd *iofd(int fd, bool create)
+{
+	struct fb_iofd *c;
+	unsigned int i = (unsigned int)fd / FB_IOFD_CHUNK;
+
+	if (fb_unlikely(i >= FB_IOFD_CHUNKS)) /* fd < 0 too */
+		return NULL;
+	c = fb_load_acquire(&fb_iofd_chunks[i]);
+	if (fb_likely(c))
+		return &c[(unsigned int)fd % FB_IOFD_CHUNK];
+	return create ? iofd_alloc(fd) : NULL;
+}
+
+/* ---- calls in progress (see "Closing") --------------------------------- */
+
+/* The rest of fb_poll_enter(): allocate the chunk, retry a failed CAS. */
+int fb_poll_enter_slow(int fd, struct fb_iofd **dp, uint32_t *gen)
+{
+	struct fb_iofd *d = iofd(fd, true);
+	uint64_t v;
+
+	if (!d)
+		return fd < 0 ? EBADF : ENOMEM;
+	v = fb_load_relaxed(&d->calls);
+	do {
+		if (v & FB_IOFD_CLOSING)
+			return EBADF;
+	} while (!atomic_compare_exchange_weak_explicit(&d->calls, &v, v + 1,
+							memory_order_acquire,
+							memory_order_relaxed));
+	*dp = d;
+	*gen = (uint32_t)(v >> FB_IOFD_GEN_SHIFT);
+	return 0;
+}
+
+int fb_poll_reenter(struct fb_iofd *d, uint32_t gen)
+{
+	uint64_t v = fb_load_relaxed(&d->calls);
+
+	do {
+		if ((v & FB_IOFD_CLOSING) ||
+		    (uint32_t)(v >> FB_IOFD_GEN_SHIFT) != gen)
+			return EBADF;
+	} while (!atomic_compare_exchange_weak_explicit(&d->calls, &v, v + 1,
+							memory_order_acquire,
+							memory_order_relaxed));
+	return 0;
+}
+
+/* wake_all_locked - take every waiter but @keep off @d and wake it with
+ * @result.  Return: whether there was one.  Context: @d->lock held. */
+static bool wake_all_locked(struct fb_iofd *d, struct fb_waiter *keep,
+			    int result)
+{
+	struct fb_list *n, *tmp;
+	struct fb_waiter *w;
+	bool any = false;
+
+	fb_list_for_each_safe (n, tmp, &d->waiters) {
+		w = fb_list_entry(n, struct fb_waiter, node);
+		if (w == keep || !fb_waiter_claim(w, FB_CLAIM_WOKEN))
+			continue; /* a timed-out one leaves by itself */
+		fb_list_del(n);
+		w->result = result;
+		fb_waiter_wake(w, 0);
+		any = true;
+	}
+	return any;
+}
+
+/* The events @d's waiters want, with EPOLLONESHOT. */
+static uint32_t wanted_locked(struct fb_iofd *d)
+{
+	uint32_t events = EPOLLONESHOT;
+	struct fb_list *n;
+
+	fb_list_for_each (n, &d->waiters)
+		events |=
+			(uint32_t)fb_list_entry(n, struct fb_waiter, node)->data;
+	return events;
+}
+
+int fb_poll_close(int fd)
+{
+	struct fb_iofd *d = iofd(fd, false);
+	uint64_t v;
+
+	if (!d)
+		return 0; /* no fiber call ever looked at this chunk */
+	v = fb_load_relaxed(&d->calls);
+	do {
+		if (v & FB_IOFD_CLOSING)
+			return EBADF;
+	} while (!fb_cas(&d->calls, &v, v | FB_IOFD_CLOSING));
+	fb_spin_lock(&d->lock);
+	wake_all_locked(d, NULL, EBADF);
+	if (fb_load_acquire(&poller.up))
+		(void)epoll_ctl(poller.epfd, EPOLL_CTL_DEL, fd, NULL);
+	fb_spin_unlock(&d->lock);
+	for (unsigned int i = 0; fb_load_acquire(&d->calls) & FB_IOFD_CALLS;
+	     i++) {
+		if (i >= IOFD_DRAIN_YIELDS)
+			fiber_sleep(IOFD_DRAIN_SLEEP_NS); /* a thread too */
+		else if (fb_current())
+			fb_sched_yield();
+		else
+			sched_yield();
+	}
+	/* Nobody else writes the word while CLOSING is set and no call is
+	 * in progress. */
+	fb_store_release(&d->calls, ((v >> FB_IOFD_GEN_SHIFT) + 1)
+					    << FB_IOFD_GEN_SHIFT);
+	return 0;
 }
 
 /* ---- arming and dispatch ------------------------------------------------- */
 
-/* arm_locked - ask epoll for one report of the events @d's waiters want.
- * Return: 0 or the errno of epoll_ctl.  Context: @d->lock held. */
-static int arm_locked(int fd, struct fb_iofd *d)
+/*
+ * arm_locked - ask epoll for one report of the events @d's waiters want.
+ * If no registration is left for the file now at @fd while waiters are
+ * queued, the file they waited on was closed: fail them with EBADF, but
+ * not @self (the waiter that arms now, or NULL), and register the new one.
+ * Return: 0 or the errno of epoll_ctl.  Context: @d->lock held.
+ */
+static int arm_locked(int fd, struct fb_iofd *d, struct fb_waiter *self)
 {
-	struct epoll_event ev = { .events = EPOLLONESHOT,
+	struct epoll_event ev = { .events = wanted_locked(d),
 				  .data.u64 = (uint64_t)fd };
-	struct fb_list *n;
 
-	fb_list_for_each (n, &d->waiters)
-		ev.events |=
-			(uint32_t)fb_list_entry(n, struct fb_waiter, node)->data;
 	if (ev.events == EPOLLONESHOT)
 		return 0;
 	if (!epoll_ctl(poller.epfd, EPOLL_CTL_MOD, fd, &ev))
 		return 0;
-	if (errno == ENOENT && !epoll_ctl(poller.epfd, EPOLL_CTL_ADD, fd, &ev))
+	if (errno != ENOENT)
+		return errno;
+	if (wake_all_locked(d, self, EBADF))
+		ev.events = wanted_locked(d);
+	if (ev.events == EPOLLONESHOT ||
+	    !epoll_ctl(poller.epfd, EPOLL_CTL_ADD, fd, &ev))
 		return 0;
 	return errno;
 }
@@ -189,7 +343,7 @@ static void dispatch_fd(int fd, uint32_t revents, struct fb_worker *self)
 		FB_COUNT(self, io_events);
 	}
 	if (left)
-		arm_locked(fd, d);
+		arm_locked(fd, d, NULL);
 	fb_spin_unlock(&d->lock);
 }
 
@@ -210,6 +364,8 @@ static void dispatch(const struct epoll_event *ev, int n,
 
 /* ---- waiting on an fd ---------------------------------------------------- */
 
+/* Inside a call on @fd (fb_poll_enter), so fb_poll_close() waits for it:
+ * it checks CLOSING before it queues and after it wakes. */
 int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline,
 		    uint32_t *revents)
 {
@@ -223,10 +379,14 @@ int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline,
 	if (!d)
 		return fd < 0 ? EBADF : ENOMEM;
 	fb_spin_lock(&d->lock);
+	if (fb_load_relaxed(&d->calls) & FB_IOFD_CLOSING) {
+		fb_spin_unlock(&d->lock);
+		return EBADF;
+	}
 	fb_waiter_prepare(&w, FB_WAIT_FD, (const void *)(intptr_t)fd);
 	w.data = events;
 	fb_list_add_tail(&w.node, &d->waiters);
-	err = arm_locked(fd, d);
+	err = arm_locked(fd, d, &w);
 	if (err) {
 		fb_list_del(&w.node);
 		if (w.fiber)
@@ -236,6 +396,8 @@ int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline,
 	}
 	FB_COUNT(fb_worker_self(), io_waits);
 	err = fb_waiter_wait_timed(&w, &d->lock, deadline);
+	if (!err && (fb_load_acquire(&d->calls) & FB_IOFD_CLOSING))
+		return EBADF; /* woken by the fd, but a close began since */
 	if (!err && revents)
 		*revents = (uint32_t)w.data;
 	return err;
@@ -388,7 +550,20 @@ void fb_poll_atfork_child(void)
 	}
 	fb_store_relaxed(&poller.busy, false);
 	for (int i = 0; i < FB_IOFD_CHUNKS; i++) {
-		fb_free(fb_load_relaxed(&poller.chunks[i]));
-		fb_store_relaxed(&poller.chunks[i], NULL);
+		fb_free(fb_load_relaxed(&fb_iofd_chunks[i]));
+		fb_store_relaxed(&fb_iofd_chunks[i], NULL);
 	}
+}
+
+void fb_poll_abandon(struct fb_waiter *w)
+{
+	struct fb_iofd *d = iofd((int)(intptr_t)w->obj, false);
+
+	if (!d)
+		return;
+	fb_spin_lock(&d->lock);
+	if (w->node.next != &w->node)
+		fb_list_del(&w->node);
+	fb_spin_unlock(&d->lock);
+	fb_poll_leave(d); /* the call it was inside */
 }

@@ -71,6 +71,8 @@ struct fb_fiber {
 	bool exited;		  /* join_lock */
 	struct fb_waiter *joiner; /* join_lock */
 
+	int fd_errno; /* errno of its last failed fd call (fiber_errno);
+			 the fiber itself */
 	uint64_t id;
 	char name[32];
 	void **specific; /* FIBER_KEYS_MAX slots, allocated on first set */
@@ -581,9 +583,15 @@ void fb_sched_poll_kick(void);
  */
 int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline,
 		    uint32_t *revents);
-/* fb_poll_fini - close the poller and free the fd table.  Context:
- * shutdown, every worker stopped. */
+/* fb_poll_fini - close the poller; the fd table stays for the process.
+ * Context: shutdown, every worker stopped. */
 void fb_poll_fini(void);
+/* fb_poll_abandon - a fiber parked on fd waiter @w (claimed ABANDONED)
+ * will never run again: take it out of its fd entry, and its call out of
+ * the calls in progress, so that the number works for later calls and a
+ * fiber_close() of it does not wait for ever.  Context: fiber_shutdown(),
+ * workers stopped. */
+void fb_poll_abandon(struct fb_waiter *w);
 
 /* ---- load balancing in the runtime (sched-balance.c; issue #4) ---- */
 

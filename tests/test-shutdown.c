@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -229,6 +230,57 @@ static void test_shutdown_does_not_wait_for_sleepers(void **state)
 	free(out);
 	assert_int_equal(atomic_load(&resumed), 0);
 	assert_int_equal(fiber_shutdown(), ESRCH);
+}
+
+/* ---- a fiber abandoned in an fd call gives the fd back ---- */
+
+static int sv[2];
+
+static void *on_fd(void *arg)
+{
+	char c;
+
+	(void)arg;
+	atomic_fetch_add(&ready, 1);
+	fiber_read(sv[0], &c, 1);
+	atomic_fetch_add(&resumed, 1);
+	return NULL;
+}
+
+static void *read_one(void *arg)
+{
+	char c = 0;
+
+	(void)arg;
+	return (void *)(intptr_t)(fiber_read(sv[0], &c, 1) == 1 ? c : -1);
+}
+
+static void test_shutdown_abandoned_fd_waiter_gives_the_fd_back(void **state)
+{
+	fiber_t f;
+	void *ret;
+	int rc;
+
+	(void)state;
+	atomic_store(&ready, 0);
+	atomic_store(&resumed, 0);
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	runtime_start(2);
+	spawn_named(on_fd, NULL, "reader");
+	wait_ready(&ready, 1);
+	free(capture_stderr(fiber_shutdown, &rc));
+	assert_int_equal(rc, EBUSY);
+
+	runtime_start(2);
+	assert_int_equal(fiber_create(&f, NULL, read_one, NULL), 0);
+	assert_int_equal(write(sv[1], "z", 1), 1);
+	assert_int_equal(fiber_join(f, &ret), 0);
+	assert_int_equal((intptr_t)ret, 'z');
+	assert_int_equal(fiber_close(sv[0]), 0); /* no call left inside */
+	runtime_stop();
+	close(sv[1]);
+	assert_int_equal(atomic_load(&resumed), 0);
 }
 
 /* ---- a thread that joins an abandoned fiber ---- */
@@ -465,6 +517,7 @@ int main(void)
 		TEST(test_shutdown_abandons_blocked_fibers_and_later_wakes_are_harmless),
 		TEST(test_shutdown_does_not_wait_for_sleepers),
 		TEST(test_shutdown_wakes_a_thread_joining_an_abandoned_fiber),
+		TEST(test_shutdown_abandoned_fd_waiter_gives_the_fd_back),
 		TEST(test_shutdown_create_and_join_race_with_it),
 		TEST(test_fork_child_starts_a_fresh_runtime),
 		TEST(test_fork_from_a_fiber),
