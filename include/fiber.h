@@ -145,14 +145,30 @@ FIBER_API const char *fiber_name(fiber_t fiber);
  * Return: 0; EINVAL for an empty set or no worker in it; EPERM outside a fiber. */
 FIBER_API int fiber_setaffinity(size_t setsize, const cpu_set_t *set);
 
-/* Fiber-local storage, like pthread keys.  Return: 0; EAGAIN when all
- * FIBER_KEYS_MAX keys are taken; EINVAL for a bad key. */
+/*
+ * Fiber-local storage, like pthread keys: at most FIBER_KEYS_MAX keys exist
+ * at once.  A new key reads NULL in every fiber.  A key's value is never 0
+ * and stays invalid once the key is deleted, also after another key took
+ * its place: fiber_setspecific and fiber_key_delete give EINVAL for it,
+ * fiber_getspecific NULL, and a value set under it goes to no destructor.
+ * (The check compares a generation that wraps after about 67 million keys
+ * made in one place.)  At a fiber's end, each non-NULL value of a live key
+ * with a destructor is passed to it, for up to 4 rounds while destructors
+ * set new values, as in pthreads.
+ */
 typedef unsigned int fiber_key_t;
 #define FIBER_KEYS_MAX 64
+/* Return: 0; EAGAIN when all FIBER_KEYS_MAX keys are taken; EINVAL for a
+ * NULL @key. */
 FIBER_API int fiber_key_create(fiber_key_t *key, void (*destructor)(void *));
+/* Values set under @key are left to their owner; no destructor runs.
+ * Return: 0; EINVAL if @key is not a live key. */
 FIBER_API int fiber_key_delete(fiber_key_t key);
+/* The calling fiber's value for @key; NULL if none was set, outside a
+ * fiber, or if @key is not a live key. */
 FIBER_API void *fiber_getspecific(fiber_key_t key);
-/* Return: 0; EINVAL for a bad key; EPERM outside a fiber. */
+/* Return: 0; EINVAL if @key is not a live key; EPERM outside a fiber;
+ * ENOMEM for the first value a fiber sets. */
 FIBER_API int fiber_setspecific(fiber_key_t key, const void *value);
 
 /*

@@ -11,6 +11,7 @@
  * worker never touches the descriptor again, so a joiner may free it.
  */
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 #include "sanitizer.h"
@@ -364,12 +365,45 @@ int fiber_setaffinity(size_t setsize, const cpu_set_t *set)
 
 /* ---- fiber-local storage ----------------------------------------------------- */
 
+/*
+ * A key names a slot of keys[] and the generation that slot had when the
+ * key was made:
+ *
+ *	key = gen * FIBER_KEYS_MAX + slot,	1 <= gen <= KEY_GEN_MAX
+ *
+ * so 0 is never a key.  Deleting a key frees its slot; the next key made
+ * there gets the next generation, and the deleted key's value, which
+ * differs, matches no live key again (until the generation wraps, after
+ * KEY_GEN_MAX keys made in one slot).  Each fiber's value records the key
+ * it was set under: a value whose key is not its slot's live key reads as
+ * NULL and goes to no destructor, so a new key reads NULL in every fiber,
+ * as POSIX asks.
+ *
+ * keys[].live is written under keys_lock and read without it (relaxed) by
+ * fiber_getspecific and fiber_setspecific, which only compare it with the
+ * caller's key.  A fiber that uses a key while another thread deletes it
+ * sees the key either alive or deleted; nothing else is read through it.
+ * The destructor is read under keys_lock together with live, so a value is
+ * never passed to the destructor of a key made after its own was deleted.
+ */
+#define KEY_GEN_MAX (UINT_MAX / FIBER_KEYS_MAX)
+
 static struct fb_spinlock keys_lock;
 static struct {
-	bool used;
-	unsigned int gen;
-	void (*dtor)(void *);
+	_Atomic fiber_key_t live; /* the key made here, 0 while free */
+	unsigned int gen;	  /* of the last key made here; keys_lock */
+	void (*dtor)(void *);	  /* keys_lock */
 } keys[FIBER_KEYS_MAX];
+
+static unsigned int key_slot(fiber_key_t key)
+{
+	return key % FIBER_KEYS_MAX;
+}
+
+static bool key_live(fiber_key_t key)
+{
+	return key && fb_load_relaxed(&keys[key_slot(key)].live) == key;
+}
 
 int fiber_key_create(fiber_key_t *key, void (*destructor)(void *))
 {
@@ -377,14 +411,17 @@ int fiber_key_create(fiber_key_t *key, void (*destructor)(void *))
 		return EINVAL;
 	fb_spin_lock(&keys_lock);
 	for (unsigned int i = 0; i < FIBER_KEYS_MAX; i++) {
-		if (!keys[i].used) {
-			keys[i].used = true;
-			keys[i].gen++;
-			keys[i].dtor = destructor;
-			fb_spin_unlock(&keys_lock);
-			*key = i;
-			return 0;
-		}
+		fiber_key_t k;
+
+		if (fb_load_relaxed(&keys[i].live))
+			continue;
+		keys[i].gen = keys[i].gen % KEY_GEN_MAX + 1;
+		keys[i].dtor = destructor;
+		k = keys[i].gen * FIBER_KEYS_MAX + i;
+		fb_store_relaxed(&keys[i].live, k);
+		fb_spin_unlock(&keys_lock);
+		*key = k;
+		return 0;
 	}
 	fb_spin_unlock(&keys_lock);
 	return EAGAIN;
@@ -392,15 +429,16 @@ int fiber_key_create(fiber_key_t *key, void (*destructor)(void *))
 
 int fiber_key_delete(fiber_key_t key)
 {
+	unsigned int i = key_slot(key);
 	int rc = 0;
 
-	if (key >= FIBER_KEYS_MAX)
-		return EINVAL;
 	fb_spin_lock(&keys_lock);
-	if (keys[key].used)
-		keys[key].used = false;
-	else
+	if (key_live(key)) {
+		fb_store_relaxed(&keys[i].live, 0);
+		keys[i].dtor = NULL;
+	} else {
 		rc = EINVAL;
+	}
 	fb_spin_unlock(&keys_lock);
 	return rc;
 }
@@ -408,31 +446,50 @@ int fiber_key_delete(fiber_key_t key)
 void *fiber_getspecific(fiber_key_t key)
 {
 	struct fb_fiber *f = fb_current();
+	struct fb_specific *v;
 
-	if (!f || key >= FIBER_KEYS_MAX || !f->specific)
+	if (!f || !f->specific || !key_live(key))
 		return NULL;
-	return f->specific[key];
+	v = &f->specific[key_slot(key)];
+	return v->key == key ? v->value : NULL;
 }
 
 int fiber_setspecific(fiber_key_t key, const void *value)
 {
 	struct fb_fiber *f = fb_current();
+	struct fb_specific *v;
 
 	if (!f)
 		return EPERM;
-	if (key >= FIBER_KEYS_MAX || !keys[key].used)
+	if (!key_live(key))
 		return EINVAL;
 	if (!f->specific) {
-		f->specific = fb_calloc(FIBER_KEYS_MAX, sizeof(void *));
+		f->specific = fb_calloc(FIBER_KEYS_MAX, sizeof(*f->specific));
 		if (!f->specific)
 			return ENOMEM;
 	}
-	f->specific[key] = (void *)value;
+	v = &f->specific[key_slot(key)];
+	v->value = (void *)value;
+	v->key = key;
 	return 0;
 }
 
+/* The destructor of @key if it is still alive, else NULL. */
+static void (*key_dtor(fiber_key_t key))(void *)
+{
+	void (*dtor)(void *) = NULL;
+
+	fb_spin_lock(&keys_lock);
+	if (key_live(key))
+		dtor = keys[key_slot(key)].dtor;
+	fb_spin_unlock(&keys_lock);
+	return dtor;
+}
+
 /* As pthreads: call each non-NULL value's destructor, with the slot
- * cleared first; repeat while destructors set new values (at most 4). */
+ * cleared first; repeat while destructors ran (at most 4 rounds, POSIX's
+ * PTHREAD_DESTRUCTOR_ITERATIONS).  A value set under a key that was
+ * deleted since is dropped. */
 static void run_key_destructors(struct fb_fiber *f)
 {
 	if (!f->specific)
@@ -441,15 +498,16 @@ static void run_key_destructors(struct fb_fiber *f)
 		bool again = false;
 
 		for (unsigned int i = 0; i < FIBER_KEYS_MAX; i++) {
-			void *v = f->specific[i];
-			void (*dtor)(void *) = keys[i].used ? keys[i].dtor :
-							      NULL;
+			struct fb_specific *v = &f->specific[i];
+			void *value = v->value;
+			void (*dtor)(void *);
 
-			if (!v)
+			if (!value)
 				continue;
-			f->specific[i] = NULL;
+			v->value = NULL;
+			dtor = key_dtor(v->key);
 			if (dtor) {
-				dtor(v);
+				dtor(value);
 				again = true;
 			}
 		}

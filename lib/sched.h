@@ -52,6 +52,12 @@ enum fb_fiber_state {
 /* Join states: fb_fiber.join, protected by fb_fiber.join_lock. */
 enum { FB_JOINABLE, FB_DETACHED, FB_JOINING, FB_JOINED };
 
+/* A fiber-local value and the key it was set under (fiber.c). */
+struct fb_specific {
+	void *value;
+	fiber_key_t key;
+};
+
 struct fb_fiber {
 	void *sp;		/* saved stack pointer; owner worker */
 	_Atomic int state;	/* enum fb_fiber_state */
@@ -73,7 +79,8 @@ struct fb_fiber {
 
 	uint64_t id;
 	char name[32];
-	void **specific; /* FIBER_KEYS_MAX slots, allocated on first set */
+	struct fb_specific *specific; /* FIBER_KEYS_MAX values, allocated on
+					 first set; the fiber only */
 	uint64_t last_ran_ns;
 	struct fb_list live_node; /* on workers[live_worker]->live, under
 				     its live_lock (debugger registry) */

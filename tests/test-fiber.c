@@ -238,6 +238,102 @@ static void test_fiber_keys_with_destructors(void **state)
 	assert_int_equal(fiber_shutdown(), 0);
 }
 
+/*
+ * Key reuse.  A fiber sets a value under one key, then waits while main
+ * deletes that key and makes a new one (which takes the same slot), and
+ * reports what it sees through the old and the new key.
+ */
+static fiber_key_t old_key, new_key;
+static fiber_sem_t key_made, key_seen;
+static int new_dtor_calls;
+
+static void new_dtor(void *v)
+{
+	(void)v;
+	__atomic_add_fetch(&new_dtor_calls, 1, __ATOMIC_RELAXED);
+}
+
+struct key_view {
+	void *old_value, *new_value;
+	int set_old;
+};
+
+static void *hold_value(void *arg)
+{
+	struct key_view *kv = arg;
+	static int x;
+
+	if (fiber_setspecific(old_key, &x))
+		return (void *)1;
+	fiber_sem_post(&key_seen);
+	fiber_sem_wait(&key_made);
+	kv->new_value = fiber_getspecific(new_key);
+	kv->old_value = fiber_getspecific(old_key);
+	kv->set_old = fiber_setspecific(old_key, &x);
+	return NULL;
+}
+
+/* Run hold_value in one fiber around a delete + create; its view of the
+ * keys in @kv, with new_key still alive. */
+static void key_made_again(struct key_view *kv)
+{
+	fiber_t f;
+	void *r = NULL;
+
+	memset(kv, 0, sizeof(*kv));
+	new_dtor_calls = 0;
+	assert_int_equal(fiber_sem_init(&key_made, 0), 0);
+	assert_int_equal(fiber_sem_init(&key_seen, 0), 0);
+	assert_int_equal(start(2), 0);
+	assert_int_equal(fiber_key_create(&old_key, NULL), 0);
+	assert_int_equal(fiber_create(&f, NULL, hold_value, kv), 0);
+	fiber_sem_wait(&key_seen);
+	assert_int_equal(fiber_key_delete(old_key), 0);
+	assert_int_equal(fiber_key_create(&new_key, new_dtor), 0);
+	fiber_sem_post(&key_made);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_null(r);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+/* POSIX: a new key reads NULL in every fiber, also where the slot it
+ * reuses held a value. */
+static void test_fiber_key_made_again_reads_null(void **state)
+{
+	struct key_view kv;
+
+	(void)state;
+	key_made_again(&kv);
+	assert_null(kv.new_value);
+	assert_int_equal(fiber_key_delete(new_key), 0);
+}
+
+/* The value set under the deleted key goes to no destructor at exit, in
+ * particular not to the new key's. */
+static void test_fiber_key_made_again_skips_old_value_at_exit(void **state)
+{
+	struct key_view kv;
+
+	(void)state;
+	key_made_again(&kv);
+	assert_int_equal(new_dtor_calls, 0);
+	assert_int_equal(fiber_key_delete(new_key), 0);
+}
+
+/* A deleted key stays invalid after its slot is reused. */
+static void test_fiber_key_stale_handle_is_invalid(void **state)
+{
+	struct key_view kv;
+
+	(void)state;
+	key_made_again(&kv);
+	assert_null(kv.old_value);
+	assert_int_equal(kv.set_old, EINVAL);
+	assert_int_equal(fiber_key_delete(old_key), EINVAL);
+	assert_int_equal(fiber_key_delete(new_key), 0);
+	assert_int_equal(fiber_key_delete(new_key), EINVAL);
+}
+
 static void *spin_a_bit(void *arg)
 {
 	fiber_yield();
@@ -358,6 +454,10 @@ int main(void)
 		cmocka_unit_test(test_fiber_yield_round_robin_on_one_worker),
 		cmocka_unit_test(test_fiber_affinity_is_honoured),
 		cmocka_unit_test(test_fiber_keys_with_destructors),
+		cmocka_unit_test(test_fiber_key_made_again_reads_null),
+		cmocka_unit_test(
+			test_fiber_key_made_again_skips_old_value_at_exit),
+		cmocka_unit_test(test_fiber_key_stale_handle_is_invalid),
 		cmocka_unit_test(test_fiber_pthread_creates_and_joins),
 		cmocka_unit_test(test_fiber_million_create_join_bounded_memory),
 	};
