@@ -7,8 +7,14 @@
  * (joinable) or until it has exited (detached).  The fiber cannot free its
  * own stack while running on it, so the worker that switches away from a
  * DEAD fiber reaps it (fb_fiber_reap): the stack goes to that worker's
- * cache, then the join handshake runs under join_lock; after that the
- * worker never touches the descriptor again, so a joiner may free it.
+ * cache, then the join handshake runs under the lock of the fiber's handle
+ * slot (fiber-handle.c); after that the worker never touches the
+ * descriptor again, so a joiner may free it.  Whoever releases the
+ * descriptor (the joiner, the detacher of an exited fiber, or the reaper
+ * of a detached one) retires the handle under that lock first, so a join
+ * or detach that comes later, or races with the release, finds a stale
+ * handle (ESRCH) and never the descriptor, which may already serve another
+ * fiber.
  */
 #include <errno.h>
 #include <limits.h>
@@ -16,9 +22,6 @@
 
 #include "sanitizer.h"
 #include "sched.h"
-
-/* Descriptors kept per worker for reuse. */
-#define FB_FIBER_CACHE 64
 
 static _Atomic uint64_t next_id = 1;
 
@@ -84,40 +87,7 @@ int fiber_attr_setaffinity(fiber_attr_t *attr, size_t setsize,
 	return 0;
 }
 
-/* ---- descriptors ----------------------------------------------------------- */
-
-struct fb_fiber *fb_fiber_alloc(void)
-{
-	struct fb_worker *w = fb_worker_self();
-	struct fb_fiber *f;
-
-	if (w && w->free_fibers && !fb_fault_armed()) {
-		f = w->free_fibers;
-		w->free_fibers = fb_load_relaxed(&f->wl_next);
-		w->nr_free_fibers--;
-	} else {
-		f = fb_aligned_alloc(FB_CACHELINE, sizeof(*f));
-		if (!f)
-			return NULL;
-	}
-	memset(f, 0, sizeof(*f));
-	return f;
-}
-
-void fb_fiber_free(struct fb_fiber *f)
-{
-	struct fb_worker *w = fb_worker_self();
-
-	fb_free(f->pf.allowed);
-	f->pf.allowed = NULL;
-	if (w && w->nr_free_fibers < FB_FIBER_CACHE) {
-		fb_store_relaxed(&f->wl_next, w->free_fibers);
-		w->free_fibers = f;
-		w->nr_free_fibers++;
-		return;
-	}
-	fb_free(f);
-}
+/* ---- stacks, affinity, the live-fiber registry ----------------------------- */
 
 static int stack_get(struct fb_fiber *f, size_t size, int t)
 {
@@ -233,7 +203,8 @@ int fiber_create(fiber_t *fiber, const fiber_attr_t *attr, void *(*fn)(void *),
 			    (char *)fb_stack_top(&f->stack) - f->stack.size,
 			    f->stack.size);
 	registry_add(f, t);
-	*fiber = f;
+	*fiber = f->self;
+	fb_handle_publish(f->slot, f);
 	fb_sched_enqueue_new(f, t);
 	return 0;
 fail:
@@ -243,17 +214,20 @@ fail:
 
 void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 {
+	struct fb_handle_slot *s = f->slot;
 	struct fb_waiter *joiner;
 	bool free_it;
 
 	registry_del(f);
 	fb_san_fiber_destroy(&f->san);
 	fb_stack_cache_put(&w->stacks, &f->stack);
-	fb_spin_lock(&f->join_lock);
+	fb_spin_lock(&s->lock);
 	f->exited = true;
 	joiner = f->joiner;
 	free_it = f->join == FB_DETACHED;
-	fb_spin_unlock(&f->join_lock);
+	if (joiner || free_it)
+		fb_handle_retire_locked(s);
+	fb_spin_unlock(&s->lock);
 	fb_sched_fiber_reaped();
 	if (joiner)
 		fb_waiter_wake(joiner, 0);
@@ -261,26 +235,32 @@ void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 		fb_fiber_free(f);
 }
 
-int fiber_join(fiber_t f, void **retval)
+int fiber_join(fiber_t h, void **retval)
 {
+	struct fb_fiber *cur = fb_current(), *f;
+	struct fb_handle_slot *s;
 	struct fb_waiter w;
 
+	if (!h)
+		return ESRCH;
+	if (cur && cur->self == h)
+		return EDEADLK;
+	f = fb_handle_lock(h, &s);
 	if (!f)
 		return ESRCH;
-	if (f == fb_current())
-		return EDEADLK;
-	fb_spin_lock(&f->join_lock);
 	if (f->join != FB_JOINABLE) {
-		fb_spin_unlock(&f->join_lock);
+		fb_spin_unlock(&s->lock);
 		return EINVAL;
 	}
 	f->join = FB_JOINING;
 	if (!f->exited) {
+		/* The reaper retires the handle before it wakes us. */
 		fb_waiter_prepare(&w);
 		f->joiner = &w;
-		fb_waiter_wait(&w, &f->join_lock);
+		fb_waiter_wait(&w, &s->lock);
 	} else {
-		fb_spin_unlock(&f->join_lock);
+		fb_handle_retire_locked(s);
+		fb_spin_unlock(&s->lock);
 	}
 	if (retval)
 		*retval = f->retval;
@@ -288,20 +268,26 @@ int fiber_join(fiber_t f, void **retval)
 	return 0;
 }
 
-int fiber_detach(fiber_t f)
+int fiber_detach(fiber_t h)
 {
+	struct fb_handle_slot *s;
+	struct fb_fiber *f;
 	bool free_it;
 
+	if (!h)
+		return ESRCH;
+	f = fb_handle_lock(h, &s);
 	if (!f)
 		return ESRCH;
-	fb_spin_lock(&f->join_lock);
 	if (f->join != FB_JOINABLE) {
-		fb_spin_unlock(&f->join_lock);
+		fb_spin_unlock(&s->lock);
 		return EINVAL;
 	}
 	f->join = FB_DETACHED;
 	free_it = f->exited;
-	fb_spin_unlock(&f->join_lock);
+	if (free_it)
+		fb_handle_retire_locked(s);
+	fb_spin_unlock(&s->lock);
 	if (free_it)
 		fb_fiber_free(f);
 	return 0;
@@ -330,17 +316,33 @@ int fiber_yield(void)
 
 fiber_t fiber_self(void)
 {
-	return fb_current();
+	struct fb_fiber *f = fb_current();
+
+	return f ? f->self : NULL;
 }
 
-uint64_t fiber_id(fiber_t f)
+uint64_t fiber_id(fiber_t h)
 {
-	return f ? f->id : 0;
+	struct fb_handle_slot *s;
+	struct fb_fiber *f;
+	uint64_t id;
+
+	if (!h || !(f = fb_handle_lock(h, &s)))
+		return 0;
+	id = f->id;
+	fb_spin_unlock(&s->lock);
+	return id;
 }
 
-const char *fiber_name(fiber_t f)
+const char *fiber_name(fiber_t h)
 {
-	return f ? f->name : NULL;
+	struct fb_handle_slot *s;
+	struct fb_fiber *f;
+
+	if (!h || !(f = fb_handle_lock(h, &s)))
+		return NULL;
+	fb_spin_unlock(&s->lock);
+	return f->name;
 }
 
 int fiber_setaffinity(size_t setsize, const cpu_set_t *set)
