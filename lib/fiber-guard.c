@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * fiber-guard.c - stack overflow reports.  A fiber that runs off the end of
- * its stack touches the PROT_NONE guard page below it (stack.c) and gets a
- * SIGSEGV.  Without help that is an anonymous crash, or worse, a handler
+ * its stack touches the PROT_NONE guard region below it (stack.c) and gets
+ * a SIGSEGV.  Without help that is an anonymous crash, or worse, a handler
  * that cannot run because the stack it would run on is the one that is
  * full.  So each worker thread gets an alternate signal stack, and one
  * process-wide SIGSEGV handler asks: is the faulting address inside the
- * guard page of the fiber this worker is running?  If so it names the
+ * guard region of the fiber this worker is running?  If so it names the
  * fiber and aborts; a fault anywhere else goes to the handler that was
  * installed before ours (or to the default action), untouched.
  *
@@ -14,9 +14,9 @@
  * (fb_worker_self), plain loads of the current fiber's descriptor, which
  * the interrupted code owns and cannot be changing while it faults, and
  * write(2) on a message formatted by hand.  It cannot tell an overflow
- * whose first touch skipped the whole guard page (a frame larger than a
- * page that writes its lowest byte first) from a wild pointer; such a
- * fault passes through like any other.
+ * whose first touch skipped the whole guard region (a frame larger than
+ * FB_STACK_GUARD, in code built without -fstack-clash-protection) from a
+ * wild pointer; such a fault passes through like any other.
  */
 #include <signal.h>
 #include <string.h>

@@ -95,8 +95,10 @@ class InfoFibers(gdb.Command):
                ("id", "name", "state", "worker", "stack", "saved sp",
                 "handle")]
         for f, run in fibers():
-            lo = int(f["stack"]["map"])
-            hi = lo + int(f["stack"]["map_len"])
+            # The usable stack: the top size bytes of the mapping, above
+            # the guard region.
+            hi = int(f["stack"]["map"]) + int(f["stack"]["map_len"])
+            lo = hi - int(f["stack"]["size"])
             worker = run if run is not None else int(f["pf"]["prev"])
             name = f["name"].string() or "-"
             out.append("%6d  %-20s %-9s %5s%s  0x%x-0x%x %-14s 0x%x" % (
