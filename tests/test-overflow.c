@@ -166,6 +166,23 @@ static void test_overflow_large_frame_is_reported(void **state)
 	assert_non_null(strstr(err, "\"big\" overflowed its 16K stack"));
 }
 
+/* Bytes of the name outside printable ASCII, the quote and the backslash
+ * are escaped, so the report stays one line that names the fiber. */
+static void test_overflow_report_escapes_name(void **state)
+{
+	char err[8192];
+	int st;
+
+	(void)state;
+	st = run_child(overflow, NULL, "a\nb\"c\\d\x01", 64 * 1024, err,
+		       sizeof(err));
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGABRT);
+	assert_non_null(strstr(err, "fiber "));
+	assert_non_null(strstr(err, " \"a\\x0ab\\\"c\\\\d\\x01\" overflowed "
+				    "its 64K stack"));
+}
+
 static void test_overflow_other_segfault_passes_through(void **state)
 {
 	char err[8192];
@@ -190,6 +207,7 @@ int main(void)
 		cmocka_unit_test(
 			test_overflow_report_gives_size_rounded_to_pages),
 		cmocka_unit_test(test_overflow_large_frame_is_reported),
+		cmocka_unit_test(test_overflow_report_escapes_name),
 		cmocka_unit_test(test_overflow_other_segfault_passes_through),
 	};
 
