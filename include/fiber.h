@@ -41,8 +41,16 @@ extern "C" {
 #define FIBER_VERSION_MINOR 1
 #define FIBER_VERSION_PATCH 0
 
-/* Opaque handles. */
-typedef struct fb_fiber *fiber_t;
+/*
+ * A fiber_t names one fiber and is never NULL for one; it is a handle, not
+ * an address.  It becomes stale when the fiber has been joined, or has
+ * exited detached; a stale handle stays stale, also after fiber_shutdown
+ * and fiber_init, and never names a fiber created later (within 2^40
+ * fibers reusing its place, on 64-bit machines).  Calls given a stale
+ * handle fail with ESRCH or return NULL/0; none of them reads freed memory.
+ */
+typedef struct fiber_handle *fiber_t;
+/* Opaque objects. */
 typedef struct fb_chan fiber_chan_t;
 typedef struct fb_pipe fiber_pipe_t;
 
@@ -115,21 +123,26 @@ FIBER_API int fiber_attr_setaffinity(fiber_attr_t *attr, size_t setsize,
  * fiber_create - start a fiber running @fn(@arg).  @attr may be NULL.
  * Context: any thread.
  * Return: 0; EINVAL for a NULL fn/out pointer or bad attributes; EAGAIN or
- * ENOMEM when memory is short (nothing is leaked).
+ * ENOMEM when memory is short (nothing is leaked); EAGAIN when 2^24
+ * fibers (running, or exited and not yet joined) exist.
  */
 FIBER_API int fiber_create(fiber_t *fiber, const fiber_attr_t *attr,
 			   void *(*fn)(void *), void *arg);
 /*
- * fiber_join - wait for @fiber to finish and collect its return value.
+ * fiber_join - wait for @fiber to finish and collect its return value; its
+ * handle is stale afterwards.
  * Return: 0; EINVAL if it is detached or already being joined; EDEADLK when
- * joining yourself; ESRCH for NULL.
+ * joining yourself; ESRCH for NULL or a stale handle (already joined, or a
+ * detached fiber that has exited).
  */
 FIBER_API int fiber_join(fiber_t fiber, void **retval);
-/* Return: 0; EINVAL if already detached or joined; ESRCH for NULL. */
+/* Let @fiber's resources go when it exits; its handle is stale from then.
+ * Return: 0; EINVAL if it is detached or being joined; ESRCH for NULL or a
+ * stale handle. */
 FIBER_API int fiber_detach(fiber_t fiber);
 /* Give the worker to other runnable fibers.  Return: 0; EPERM outside a fiber. */
 FIBER_API int fiber_yield(void);
-/* The calling fiber, or NULL outside fibers. */
+/* The calling fiber's handle, or NULL outside fibers. */
 FIBER_API fiber_t fiber_self(void);
 /* End the calling fiber with @retval.  Outside a fiber it does nothing and
  * returns; inside it does not return. */
@@ -138,21 +151,38 @@ FIBER_API void fiber_exit(void *retval);
 FIBER_API int fiber_current_worker(void);
 /* Number of workers of the running runtime, 0 if it is not running. */
 FIBER_API int fiber_nr_workers(void);
-/* A fiber's id (stable, unique in the process) and name. */
+/* A fiber's id (stable, unique in the process) and name; 0 and NULL for
+ * NULL or a stale handle.  The name lives as long as the handle. */
 FIBER_API uint64_t fiber_id(fiber_t fiber);
 FIBER_API const char *fiber_name(fiber_t fiber);
 /* Change the calling fiber's affinity; it migrates at once if needed.
  * Return: 0; EINVAL for an empty set or no worker in it; EPERM outside a fiber. */
 FIBER_API int fiber_setaffinity(size_t setsize, const cpu_set_t *set);
 
-/* Fiber-local storage, like pthread keys.  Return: 0; EAGAIN when all
- * FIBER_KEYS_MAX keys are taken; EINVAL for a bad key. */
+/*
+ * Fiber-local storage, like pthread keys: at most FIBER_KEYS_MAX keys exist
+ * at once.  A new key reads NULL in every fiber.  A key's value is never 0
+ * and stays invalid once the key is deleted, also after another key took
+ * its place: fiber_setspecific and fiber_key_delete give EINVAL for it,
+ * fiber_getspecific NULL, and a value set under it goes to no destructor.
+ * (The check compares a generation that wraps after about 67 million keys
+ * made in one place.)  At a fiber's end, each non-NULL value of a live key
+ * with a destructor is passed to it, for up to 4 rounds while destructors
+ * set new values, as in pthreads.
+ */
 typedef unsigned int fiber_key_t;
 #define FIBER_KEYS_MAX 64
+/* Return: 0; EAGAIN when all FIBER_KEYS_MAX keys are taken; EINVAL for a
+ * NULL @key. */
 FIBER_API int fiber_key_create(fiber_key_t *key, void (*destructor)(void *));
+/* Values set under @key are left to their owner; no destructor runs.
+ * Return: 0; EINVAL if @key is not a live key. */
 FIBER_API int fiber_key_delete(fiber_key_t key);
+/* The calling fiber's value for @key; NULL if none was set, outside a
+ * fiber, or if @key is not a live key. */
 FIBER_API void *fiber_getspecific(fiber_key_t key);
-/* Return: 0; EINVAL for a bad key; EPERM outside a fiber. */
+/* Return: 0; EINVAL if @key is not a live key; EPERM outside a fiber;
+ * ENOMEM for the first value a fiber sets. */
 FIBER_API int fiber_setspecific(fiber_key_t key, const void *value);
 
 /*

@@ -1,22 +1,24 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * fiber-guard.c - stack overflow reports.  A fiber that runs off the end of
- * its stack touches the PROT_NONE guard page below it (stack.c) and gets a
- * SIGSEGV.  Without help that is an anonymous crash, or worse, a handler
+ * its stack touches the PROT_NONE guard region below it (stack.c) and gets
+ * a SIGSEGV.  Without help that is an anonymous crash, or worse, a handler
  * that cannot run because the stack it would run on is the one that is
  * full.  So each worker thread gets an alternate signal stack, and one
  * process-wide SIGSEGV handler asks: is the faulting address inside the
- * guard page of the fiber this worker is running?  If so it names the
+ * guard region of the fiber this worker is running?  If so it names the
  * fiber and aborts; a fault anywhere else goes to the handler that was
  * installed before ours (or to the default action), untouched.
  *
  * The handler uses only async-signal-safe things: a TLS read
  * (fb_worker_self), plain loads of the current fiber's descriptor, which
  * the interrupted code owns and cannot be changing while it faults, and
- * write(2) on a message formatted by hand.  It cannot tell an overflow
- * whose first touch skipped the whole guard page (a frame larger than a
- * page that writes its lowest byte first) from a wild pointer; such a
- * fault passes through like any other.
+ * write(2) on a message formatted by hand.  The name is the application's
+ * bytes: it is escaped, so that the report stays one line that names the
+ * fiber unambiguously.  The handler cannot tell an overflow whose first
+ * touch skipped the whole guard region (a frame larger than
+ * FB_STACK_GUARD, in code built without -fstack-clash-protection) from a
+ * wild pointer; such a fault passes through like any other.
  */
 #include <signal.h>
 #include <string.h>
@@ -70,6 +72,40 @@ static void put_size(char *buf, size_t len, size_t *n, size_t size)
 	}
 }
 
+/*
+ * Append the name @s (at most @max bytes) as C would quote it: a byte
+ * outside printable ASCII as \xNN, the quote and the backslash as \" and
+ * \\.  An escape that does not fit is left out whole.
+ */
+static void put_escaped(char *buf, size_t len, size_t *n, const char *s,
+			size_t max)
+{
+	for (size_t i = 0; i < max && s[i]; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char e[4];
+		size_t k = 0;
+
+		if (c == '"' || c == '\\') {
+			e[k++] = '\\';
+			e[k++] = (char)c;
+		} else if (c < 0x20 || c > 0x7e) {
+			e[k++] = '\\';
+			e[k++] = 'x';
+			e[k++] = "0123456789abcdef"[c >> 4];
+			e[k++] = "0123456789abcdef"[c & 15];
+		} else {
+			e[k++] = (char)c;
+		}
+		if (*n + k > len)
+			return;
+		for (size_t j = 0; j < k; j++)
+			buf[(*n)++] = e[j];
+	}
+}
+
+/* The report line; at most 16 + 20 + 2 + 32 * 4 + 17 + 21 + 19 + 16 + 2 =
+ * 241 bytes (prefix, id, quote, escaped name, "overflowed its", size,
+ * "stack (fault at 0x", address, end), so @buf never truncates it. */
 static void report(const struct fb_fiber *f, const void *addr)
 {
 	char buf[256];
@@ -79,8 +115,7 @@ static void report(const struct fb_fiber *f, const void *addr)
 	put_str(buf, len, &n, "libfiber: fiber ");
 	put_num(buf, len, &n, f->id, 10);
 	put_str(buf, len, &n, " \"");
-	for (size_t i = 0; i < sizeof(f->name) && f->name[i] && n < len; i++)
-		buf[n++] = f->name[i];
+	put_escaped(buf, len, &n, f->name, sizeof(f->name));
 	put_str(buf, len, &n, "\" overflowed its ");
 	put_size(buf, len, &n, f->stack.size);
 	put_str(buf, len, &n, " stack (fault at 0x");

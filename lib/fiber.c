@@ -7,17 +7,21 @@
  * (joinable) or until it has exited (detached).  The fiber cannot free its
  * own stack while running on it, so the worker that switches away from a
  * DEAD fiber reaps it (fb_fiber_reap): the stack goes to that worker's
- * cache, then the join handshake runs under join_lock; after that the
- * worker never touches the descriptor again, so a joiner may free it.
+ * cache, then the join handshake runs under the lock of the fiber's handle
+ * slot (fiber-handle.c); after that the worker never touches the
+ * descriptor again, so a joiner may free it.  Whoever releases the
+ * descriptor (the joiner, the detacher of an exited fiber, or the reaper
+ * of a detached one) retires the handle under that lock first, so a join
+ * or detach that comes later, or races with the release, finds a stale
+ * handle (ESRCH) and never the descriptor, which may already serve another
+ * fiber.
  */
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 #include "sanitizer.h"
 #include "sched.h"
-
-/* Descriptors kept per worker for reuse. */
-#define FB_FIBER_CACHE 64
 
 static _Atomic uint64_t next_id = 1;
 
@@ -83,40 +87,7 @@ int fiber_attr_setaffinity(fiber_attr_t *attr, size_t setsize,
 	return 0;
 }
 
-/* ---- descriptors ----------------------------------------------------------- */
-
-struct fb_fiber *fb_fiber_alloc(void)
-{
-	struct fb_worker *w = fb_worker_self();
-	struct fb_fiber *f;
-
-	if (w && w->free_fibers && !fb_fault_armed()) {
-		f = w->free_fibers;
-		w->free_fibers = fb_load_relaxed(&f->wl_next);
-		w->nr_free_fibers--;
-	} else {
-		f = fb_aligned_alloc(FB_CACHELINE, sizeof(*f));
-		if (!f)
-			return NULL;
-	}
-	memset(f, 0, sizeof(*f));
-	return f;
-}
-
-void fb_fiber_free(struct fb_fiber *f)
-{
-	struct fb_worker *w = fb_worker_self();
-
-	fb_free(f->pf.allowed);
-	f->pf.allowed = NULL;
-	if (w && w->nr_free_fibers < FB_FIBER_CACHE) {
-		fb_store_relaxed(&f->wl_next, w->free_fibers);
-		w->free_fibers = f;
-		w->nr_free_fibers++;
-		return;
-	}
-	fb_free(f);
-}
+/* ---- stacks, affinity, the live-fiber registry ----------------------------- */
 
 static int stack_get(struct fb_fiber *f, size_t size, int t)
 {
@@ -253,7 +224,8 @@ static int create(fiber_t *fiber, const fiber_attr_t *attr, void *(*fn)(void *),
 			    (char *)fb_stack_top(&f->stack) - f->stack.size,
 			    f->stack.size);
 	registry_add(f, t);
-	*fiber = f;
+	*fiber = f->self;
+	fb_handle_publish(f->slot, f);
 	fb_sched_enqueue_new(f, t);
 	return 0;
 fail:
@@ -263,17 +235,20 @@ fail:
 
 void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 {
+	struct fb_handle_slot *s = f->slot;
 	struct fb_waiter *joiner;
 	bool free_it;
 
 	registry_del(f);
 	fb_san_fiber_destroy(&f->san);
 	fb_stack_cache_put(&w->stacks, &f->stack);
-	fb_spin_lock(&f->join_lock);
+	fb_spin_lock(&s->lock);
 	f->exited = true;
 	joiner = f->joiner;
 	free_it = f->join == FB_DETACHED;
-	fb_spin_unlock(&f->join_lock);
+	if (joiner || free_it)
+		fb_handle_retire_locked(s);
+	fb_spin_unlock(&s->lock);
 	fb_sched_fiber_reaped();
 	if (joiner && fb_waiter_claim(joiner, FB_CLAIM_WOKEN))
 		fb_waiter_wake(joiner, 0);
@@ -281,34 +256,42 @@ void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 		fb_fiber_free(f);
 }
 
-int fiber_join(fiber_t f, void **retval)
+int fiber_join(fiber_t h, void **retval)
 {
+	struct fb_fiber *cur = fb_current(), *f;
+	struct fb_handle_slot *s;
 	struct fb_waiter w;
 
+	if (!h)
+		return ESRCH;
+	if (cur && cur->self == h)
+		return EDEADLK;
+	f = fb_handle_lock(h, &s);
 	if (!f)
 		return ESRCH;
-	if (f == fb_current())
-		return EDEADLK;
-	fb_spin_lock(&f->join_lock);
 	if (f->abandoned) { /* by a fiber_shutdown(): it will never end */
-		fb_spin_unlock(&f->join_lock);
+		fb_spin_unlock(&s->lock);
 		return ESHUTDOWN;
 	}
 	if (f->join != FB_JOINABLE) {
-		fb_spin_unlock(&f->join_lock);
+		fb_spin_unlock(&s->lock);
 		return EINVAL;
 	}
 	f->join = FB_JOINING;
 	if (!f->exited) {
+		/* The reaper retires the handle before it wakes us. */
 		fb_waiter_prepare(&w, FB_WAIT_JOIN, f);
 		f->joiner = &w;
-		fb_waiter_wait(&w, &f->join_lock);
+		fb_waiter_wait(&w, &s->lock);
 		if (w.result) { /* abandoned while we waited */
+			fb_spin_lock(&s->lock);
 			f->join = FB_JOINABLE;
+			fb_spin_unlock(&s->lock);
 			return w.result;
 		}
 	} else {
-		fb_spin_unlock(&f->join_lock);
+		fb_handle_retire_locked(s);
+		fb_spin_unlock(&s->lock);
 	}
 	if (retval)
 		*retval = f->retval;
@@ -316,20 +299,26 @@ int fiber_join(fiber_t f, void **retval)
 	return 0;
 }
 
-int fiber_detach(fiber_t f)
+int fiber_detach(fiber_t h)
 {
+	struct fb_handle_slot *s;
+	struct fb_fiber *f;
 	bool free_it;
 
+	if (!h)
+		return ESRCH;
+	f = fb_handle_lock(h, &s);
 	if (!f)
 		return ESRCH;
-	fb_spin_lock(&f->join_lock);
 	if (f->join != FB_JOINABLE) {
-		fb_spin_unlock(&f->join_lock);
+		fb_spin_unlock(&s->lock);
 		return EINVAL;
 	}
 	f->join = FB_DETACHED;
 	free_it = f->exited;
-	fb_spin_unlock(&f->join_lock);
+	if (free_it)
+		fb_handle_retire_locked(s);
+	fb_spin_unlock(&s->lock);
 	if (free_it)
 		fb_fiber_free(f);
 	return 0;
@@ -358,17 +347,33 @@ int fiber_yield(void)
 
 fiber_t fiber_self(void)
 {
-	return fb_current();
+	struct fb_fiber *f = fb_current();
+
+	return f ? f->self : NULL;
 }
 
-uint64_t fiber_id(fiber_t f)
+uint64_t fiber_id(fiber_t h)
 {
-	return f ? f->id : 0;
+	struct fb_handle_slot *s;
+	struct fb_fiber *f;
+	uint64_t id;
+
+	if (!h || !(f = fb_handle_lock(h, &s)))
+		return 0;
+	id = f->id;
+	fb_spin_unlock(&s->lock);
+	return id;
 }
 
-const char *fiber_name(fiber_t f)
+const char *fiber_name(fiber_t h)
 {
-	return f ? f->name : NULL;
+	struct fb_handle_slot *s;
+	struct fb_fiber *f;
+
+	if (!h || !(f = fb_handle_lock(h, &s)))
+		return NULL;
+	fb_spin_unlock(&s->lock);
+	return f->name;
 }
 
 int fiber_setaffinity(size_t setsize, const cpu_set_t *set)
@@ -393,12 +398,45 @@ int fiber_setaffinity(size_t setsize, const cpu_set_t *set)
 
 /* ---- fiber-local storage ----------------------------------------------------- */
 
+/*
+ * A key names a slot of keys[] and the generation that slot had when the
+ * key was made:
+ *
+ *	key = gen * FIBER_KEYS_MAX + slot,	1 <= gen <= KEY_GEN_MAX
+ *
+ * so 0 is never a key.  Deleting a key frees its slot; the next key made
+ * there gets the next generation, and the deleted key's value, which
+ * differs, matches no live key again (until the generation wraps, after
+ * KEY_GEN_MAX keys made in one slot).  Each fiber's value records the key
+ * it was set under: a value whose key is not its slot's live key reads as
+ * NULL and goes to no destructor, so a new key reads NULL in every fiber,
+ * as POSIX asks.
+ *
+ * keys[].live is written under keys_lock and read without it (relaxed) by
+ * fiber_getspecific and fiber_setspecific, which only compare it with the
+ * caller's key.  A fiber that uses a key while another thread deletes it
+ * sees the key either alive or deleted; nothing else is read through it.
+ * The destructor is read under keys_lock together with live, so a value is
+ * never passed to the destructor of a key made after its own was deleted.
+ */
+#define KEY_GEN_MAX (UINT_MAX / FIBER_KEYS_MAX)
+
 static struct fb_spinlock keys_lock;
 static struct {
-	bool used;
-	unsigned int gen;
-	void (*dtor)(void *);
+	_Atomic fiber_key_t live; /* the key made here, 0 while free */
+	unsigned int gen;	  /* of the last key made here; keys_lock */
+	void (*dtor)(void *);	  /* keys_lock */
 } keys[FIBER_KEYS_MAX];
+
+static unsigned int key_slot(fiber_key_t key)
+{
+	return key % FIBER_KEYS_MAX;
+}
+
+static bool key_live(fiber_key_t key)
+{
+	return key && fb_load_relaxed(&keys[key_slot(key)].live) == key;
+}
 
 int fiber_key_create(fiber_key_t *key, void (*destructor)(void *))
 {
@@ -406,14 +444,17 @@ int fiber_key_create(fiber_key_t *key, void (*destructor)(void *))
 		return EINVAL;
 	fb_spin_lock(&keys_lock);
 	for (unsigned int i = 0; i < FIBER_KEYS_MAX; i++) {
-		if (!keys[i].used) {
-			keys[i].used = true;
-			keys[i].gen++;
-			keys[i].dtor = destructor;
-			fb_spin_unlock(&keys_lock);
-			*key = i;
-			return 0;
-		}
+		fiber_key_t k;
+
+		if (fb_load_relaxed(&keys[i].live))
+			continue;
+		keys[i].gen = keys[i].gen % KEY_GEN_MAX + 1;
+		keys[i].dtor = destructor;
+		k = keys[i].gen * FIBER_KEYS_MAX + i;
+		fb_store_relaxed(&keys[i].live, k);
+		fb_spin_unlock(&keys_lock);
+		*key = k;
+		return 0;
 	}
 	fb_spin_unlock(&keys_lock);
 	return EAGAIN;
@@ -421,15 +462,16 @@ int fiber_key_create(fiber_key_t *key, void (*destructor)(void *))
 
 int fiber_key_delete(fiber_key_t key)
 {
+	unsigned int i = key_slot(key);
 	int rc = 0;
 
-	if (key >= FIBER_KEYS_MAX)
-		return EINVAL;
 	fb_spin_lock(&keys_lock);
-	if (keys[key].used)
-		keys[key].used = false;
-	else
+	if (key_live(key)) {
+		fb_store_relaxed(&keys[i].live, 0);
+		keys[i].dtor = NULL;
+	} else {
 		rc = EINVAL;
+	}
 	fb_spin_unlock(&keys_lock);
 	return rc;
 }
@@ -437,31 +479,50 @@ int fiber_key_delete(fiber_key_t key)
 void *fiber_getspecific(fiber_key_t key)
 {
 	struct fb_fiber *f = fb_current();
+	struct fb_specific *v;
 
-	if (!f || key >= FIBER_KEYS_MAX || !f->specific)
+	if (!f || !f->specific || !key_live(key))
 		return NULL;
-	return f->specific[key];
+	v = &f->specific[key_slot(key)];
+	return v->key == key ? v->value : NULL;
 }
 
 int fiber_setspecific(fiber_key_t key, const void *value)
 {
 	struct fb_fiber *f = fb_current();
+	struct fb_specific *v;
 
 	if (!f)
 		return EPERM;
-	if (key >= FIBER_KEYS_MAX || !keys[key].used)
+	if (!key_live(key))
 		return EINVAL;
 	if (!f->specific) {
-		f->specific = fb_calloc(FIBER_KEYS_MAX, sizeof(void *));
+		f->specific = fb_calloc(FIBER_KEYS_MAX, sizeof(*f->specific));
 		if (!f->specific)
 			return ENOMEM;
 	}
-	f->specific[key] = (void *)value;
+	v = &f->specific[key_slot(key)];
+	v->value = (void *)value;
+	v->key = key;
 	return 0;
 }
 
+/* The destructor of @key if it is still alive, else NULL. */
+static void (*key_dtor(fiber_key_t key))(void *)
+{
+	void (*dtor)(void *) = NULL;
+
+	fb_spin_lock(&keys_lock);
+	if (key_live(key))
+		dtor = keys[key_slot(key)].dtor;
+	fb_spin_unlock(&keys_lock);
+	return dtor;
+}
+
 /* As pthreads: call each non-NULL value's destructor, with the slot
- * cleared first; repeat while destructors set new values (at most 4). */
+ * cleared first; repeat while destructors ran (at most 4 rounds, POSIX's
+ * PTHREAD_DESTRUCTOR_ITERATIONS).  A value set under a key that was
+ * deleted since is dropped. */
 static void run_key_destructors(struct fb_fiber *f)
 {
 	if (!f->specific)
@@ -470,15 +531,16 @@ static void run_key_destructors(struct fb_fiber *f)
 		bool again = false;
 
 		for (unsigned int i = 0; i < FIBER_KEYS_MAX; i++) {
-			void *v = f->specific[i];
-			void (*dtor)(void *) = keys[i].used ? keys[i].dtor :
-							      NULL;
+			struct fb_specific *v = &f->specific[i];
+			void *value = v->value;
+			void (*dtor)(void *);
 
-			if (!v)
+			if (!value)
 				continue;
-			f->specific[i] = NULL;
+			v->value = NULL;
+			dtor = key_dtor(v->key);
 			if (dtor) {
-				dtor(v);
+				dtor(value);
 				again = true;
 			}
 		}

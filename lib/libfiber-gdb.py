@@ -4,7 +4,8 @@
 Load it with `source /usr/share/libfiber/libfiber-gdb.py` (or the path in
 the source tree).  It needs libfiber's debug information.
 
-  info fibers          every live fiber: id, name, state, worker, stack
+  info fibers          every live fiber: id, name, state, worker, stack,
+                       saved stack pointer, and its fiber_t handle
   fiber bt ID          backtrace of a fiber that is not running (parked or
                        runnable), from the context it saved when it last
                        switched out; x86-64 only
@@ -12,7 +13,9 @@ the source tree).  It needs libfiber's debug information.
                        `frame N`, `info locals` work; `fiber restore` undoes
 
 Live fibers are found through the per-worker registry (struct fb_worker,
-fields live/live_lock; lib/fiber.c).  A running fiber is the `curr` of its
+fields live/live_lock; lib/fiber.c).  A fiber_t is not an address but a
+handle (lib/fiber-handle.c); `info fibers` prints each fiber's, so that a
+fiber_t seen in a frame can be matched to its fiber.  A running fiber is the `curr` of its
 worker: look at it through that worker's thread (`info threads`).
 """
 
@@ -81,23 +84,28 @@ def _find(fid):
 
 
 class InfoFibers(gdb.Command):
-    """List libfiber's live fibers: id, name, state, worker, stack."""
+    """List libfiber's live fibers: id, name, state, worker, stack, saved
+    stack pointer, handle."""
 
     def __init__(self):
         super().__init__("info fibers", gdb.COMMAND_STATUS)
 
     def invoke(self, arg, from_tty):
-        out = ["%6s  %-20s %-9s %6s  %-37s %s" %
-               ("id", "name", "state", "worker", "stack", "saved sp")]
+        out = ["%6s  %-20s %-9s %6s  %-37s %-14s %s" %
+               ("id", "name", "state", "worker", "stack", "saved sp",
+                "handle")]
         for f, run in fibers():
-            lo = int(f["stack"]["map"])
-            hi = lo + int(f["stack"]["map_len"])
+            # The usable stack: the top size bytes of the mapping, above
+            # the guard region.
+            hi = int(f["stack"]["map"]) + int(f["stack"]["map_len"])
+            lo = hi - int(f["stack"]["size"])
             worker = run if run is not None else int(f["pf"]["prev"])
             name = f["name"].string() or "-"
-            out.append("%6d  %-20s %-9s %5s%s  0x%x-0x%x %s" % (
+            out.append("%6d  %-20s %-9s %5s%s  0x%x-0x%x %-14s 0x%x" % (
                 int(f["id"]), name[:20], _state(f),
                 worker, "*" if run is not None else " ", lo, hi,
-                "-" if run is not None else "0x%x" % int(f["sp"])))
+                "-" if run is not None else "0x%x" % int(f["sp"]),
+                int(f["self"])))
         gdb.write("\n".join(out) + "\n")
         gdb.write("(* running now; otherwise the worker it last ran on)\n")
 

@@ -45,12 +45,6 @@ static void runtime_free(struct fb_runtime *r)
 		if (!w)
 			continue;
 		fb_stack_cache_drain(&w->stacks);
-		while (w->free_fibers) {
-			struct fb_fiber *f = w->free_fibers;
-
-			w->free_fibers = fb_load_relaxed(&f->wl_next);
-			fb_free(f);
-		}
 		fb_free(w);
 	}
 	fb_stack_pool_drain();
@@ -143,7 +137,7 @@ static void stop_workers(int started)
  * status 0, as when the last thread of a process ends.  The poller is
  * closed in the child (the parent's epoll set is shared with it) and the
  * RCU machinery stops waiting for the parent's readers (topo-rcu.c).  The
- * prepare handler holds the small process-wide locks (keys, stack pool)
+ * prepare handler holds the small process-wide locks (keys, handles, stack pool)
  * over the fork so that the child's copies are whole.  fork() + exec()
  * and fork() + _exit() cost nothing more.
  */
@@ -153,16 +147,19 @@ static void atfork_prepare(void)
 {
 	fb_stack_atfork(FB_ATFORK_PREPARE);
 	fb_fiber_atfork(FB_ATFORK_PREPARE);
+	fb_handle_atfork(FB_ATFORK_PREPARE);
 }
 
 static void atfork_parent(void)
 {
+	fb_handle_atfork(FB_ATFORK_PARENT);
 	fb_fiber_atfork(FB_ATFORK_PARENT);
 	fb_stack_atfork(FB_ATFORK_PARENT);
 }
 
 static void atfork_child(void)
 {
+	fb_handle_atfork(FB_ATFORK_CHILD);
 	fb_fiber_atfork(FB_ATFORK_CHILD);
 	fb_stack_atfork(FB_ATFORK_CHILD);
 	pthread_mutex_init(&rt_mutex, NULL);
@@ -326,11 +323,11 @@ static void abandon(struct fb_fiber *f, int nth)
 	if ((s == FB_FIBER_PARKED || s == FB_FIBER_PARKING) && w &&
 	    fb_waiter_claim(w, FB_CLAIM_ABANDONED) && w->kind == FB_WAIT_FD)
 		fb_poll_abandon(w);
-	fb_spin_lock(&f->join_lock);
+	fb_spin_lock(&f->slot->lock);
 	f->abandoned = true;
 	joiner = f->joiner;
 	f->joiner = NULL;
-	fb_spin_unlock(&f->join_lock);
+	fb_spin_unlock(&f->slot->lock);
 	/* A thread joining it would wait for ever: tell it. */
 	if (joiner && !joiner->fiber &&
 	    fb_waiter_claim(joiner, FB_CLAIM_WOKEN)) {

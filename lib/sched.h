@@ -49,8 +49,15 @@ enum fb_fiber_state {
 	FB_FIBER_DEAD,
 };
 
-/* Join states: fb_fiber.join, protected by fb_fiber.join_lock. */
+/* Join states: fb_fiber.join, protected by the lock of the fiber's handle
+ * slot (f->slot->lock). */
 enum { FB_JOINABLE, FB_DETACHED, FB_JOINING, FB_JOINED };
+
+/* A fiber-local value and the key it was set under (fiber.c). */
+struct fb_specific {
+	void *value;
+	fiber_key_t key;
+};
 
 struct fb_fiber {
 	void *sp;		/* saved stack pointer; owner worker */
@@ -66,26 +73,28 @@ struct fb_fiber {
 	void *arg;
 	void *retval;
 
-	struct fb_spinlock join_lock;
-	int join;		  /* FB_JOINABLE...; join_lock */
-	bool exited;		  /* join_lock */
-	struct fb_waiter *joiner; /* join_lock */
+	fiber_t self;		     /* its handle; set at create */
+	struct fb_handle_slot *slot; /* self's slot; set at create */
+	uint8_t join;		     /* FB_JOINABLE...; handle slot lock */
+	bool exited;		     /* handle slot lock */
+	int live_worker;	     /* set at create, read at reap */
+	struct fb_waiter *joiner;    /* handle slot lock */
 
 	int fd_errno; /* errno of its last failed fd call (fiber_errno);
 			 the fiber itself */
 	uint64_t id;
 	char name[32];
-	void **specific; /* FIBER_KEYS_MAX slots, allocated on first set */
+	struct fb_specific *specific; /* FIBER_KEYS_MAX values, allocated on
+					 first set; the fiber only */
 	uint64_t last_ran_ns;
 	struct fb_list live_node; /* on workers[live_worker]->live, under
 				     its live_lock (debugger registry) */
-	int live_worker;	  /* set at create, read at reap */
 	struct fb_san_fiber san;  /* sanitizer.h; creator and reaper only */
 	/* The wait it is in or was last in (fb_waiter_prepare); its own
 	 * worker writes it, debuggers and the shutdown report read it. */
 	struct fb_waiter *_Atomic waiter;
 	uint64_t epoch; /* fb_rt_epoch at create */
-	bool abandoned; /* left behind by fiber_shutdown; join_lock */
+	bool abandoned; /* left behind by fiber_shutdown; slot->lock */
 };
 
 /*
@@ -340,8 +349,8 @@ struct fb_worker {
 	void *sigstack;	 /* alternate signal stack (fiber-guard.c) */
 	pthread_t thread;
 	struct fb_stack_cache stacks;
-	struct fb_fiber *free_fibers; /* cached descriptors (via wl_next) */
-	unsigned int nr_free_fibers;
+	/* Unused: descriptors are cached with their handle slots
+	 * (fiber-handle.c); sched-init.c still drains the empty list. */
 	uint64_t rng;		      /* per-worker PRNG state */
 	uint64_t next_sis_refresh_ns; /* idle_entry's SIS_UTIL cadence */
 	unsigned int ticks;	/* scheduling points, for fb_sched_tick() */
@@ -392,15 +401,114 @@ void fb_sched_exit(void) __attribute__((noreturn));
 void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f);
 /* fb_fiber_atfork - the key table's lock across fork() (FB_ATFORK_*). */
 void fb_fiber_atfork(int phase);
+/* fb_handle_atfork - the handle table across fork() (fiber-handle.c). */
+void fb_handle_atfork(int phase);
 /* fb_poll_atfork_child - the child of fork() forgets the parent's poller:
  * its epoll set is shared with the parent, its waiters are the parent's
  * fibers.  Context: the child's only thread. */
 void fb_poll_atfork_child(void);
 /* fb_rt_atfork_child - nobody is inside the gate in the child. */
 void fb_rt_atfork_child(void);
-/* Fiber descriptor allocation with the per-worker cache. */
+/* Fiber descriptors with their handles, cached per worker
+ * (fiber-handle.c): fb_fiber_alloc returns NULL when memory or handles are
+ * short; fb_fiber_free takes a descriptor whose handle is retired or was
+ * never published.  Context: any thread; never switches. */
 struct fb_fiber *fb_fiber_alloc(void);
 void fb_fiber_free(struct fb_fiber *f);
+
+/*
+ * ---- fiber handles (fiber-handle.c, whose opening comment argues them) ----
+ *
+ * A fiber_t is gen << FB_HANDLE_INDEX_BITS | index into a process-wide
+ * table of slots; the slot's lock protects the join handshake, and a
+ * handle whose generation is not its slot's current one is stale.
+ */
+#define FB_HANDLE_INDEX_BITS 24
+#define FB_HANDLE_SLOTS (1u << FB_HANDLE_INDEX_BITS)
+#define FB_HANDLE_GEN_MAX (UINTPTR_MAX >> FB_HANDLE_INDEX_BITS)
+#define FB_HANDLE_CHUNK_BITS 10
+#define FB_HANDLE_CHUNK (1u << FB_HANDLE_CHUNK_BITS) /* slots per chunk */
+
+struct fb_handle_slot {
+	struct fb_spinlock lock;
+	uint32_t next; /* link on a list of bare slots; the list's owner */
+	/* generation of the live handle, or of the next one while free;
+	 * written under @lock (or before the chunk is published) */
+	_Atomic uintptr_t gen;
+	/* the descriptor; release-stored by fb_handle_publish, cleared under
+	 * @lock; NULL while the slot is free or not yet published */
+	struct fb_fiber *_Atomic fiber;
+} __attribute__((aligned(32)));
+
+/* The chunks made so far; release-stored once under the table's lock. */
+extern struct fb_handle_slot
+	*_Atomic fb_handle_chunks[FB_HANDLE_SLOTS / FB_HANDLE_CHUNK];
+
+static inline uint32_t fb_handle_index(fiber_t h)
+{
+	return (uint32_t)((uintptr_t)h & (FB_HANDLE_SLOTS - 1));
+}
+
+static inline uintptr_t fb_handle_gen(fiber_t h)
+{
+	return (uintptr_t)h >> FB_HANDLE_INDEX_BITS;
+}
+
+/* fb_handle_slot - the slot @h's index names, live or not; NULL if no
+ * chunk holds it.  Context: any thread. */
+static inline struct fb_handle_slot *fb_handle_slot(fiber_t h)
+{
+	uint32_t i = fb_handle_index(h);
+	struct fb_handle_slot *c =
+		fb_load_acquire(&fb_handle_chunks[i >> FB_HANDLE_CHUNK_BITS]);
+
+	return c ? &c[i & (FB_HANDLE_CHUNK - 1)] : NULL;
+}
+
+/*
+ * fb_handle_lock - look @h up: lock its slot and return its fiber, with
+ * *@slot set; or return NULL, nothing locked, if @h is not a live handle
+ * (stale, never made, or any other value).
+ * Context: any thread; spins on the slot lock; never switches.
+ */
+static inline struct fb_fiber *fb_handle_lock(fiber_t h,
+					      struct fb_handle_slot **slot)
+{
+	struct fb_handle_slot *s = fb_handle_slot(h);
+	struct fb_fiber *f;
+
+	if (fb_unlikely(!s))
+		return NULL;
+	fb_spin_lock(&s->lock);
+	f = fb_load_acquire(&s->fiber);
+	if (fb_unlikely(!f || fb_load_relaxed(&s->gen) != fb_handle_gen(h))) {
+		fb_spin_unlock(&s->lock);
+		return NULL;
+	}
+	*slot = s;
+	return f;
+}
+
+/* fb_handle_publish - make @f's handle (from fb_fiber_alloc) live, once
+ * @f is filled in.  Context: its creator, before the fiber can run. */
+static inline void fb_handle_publish(struct fb_handle_slot *s,
+				     struct fb_fiber *f)
+{
+	fb_store_release(&s->fiber, f);
+}
+
+/* fb_handle_retire_locked - make the handle of @s stale for good: the
+ * descriptor is about to be released.  The slot goes back with the
+ * descriptor (fb_fiber_free) once its releaser is done with it.
+ * Context: @s->lock held. */
+static inline void fb_handle_retire_locked(struct fb_handle_slot *s)
+{
+	uintptr_t g = fb_load_relaxed(&s->gen);
+
+	fb_store_relaxed(&s->gen, g == FB_HANDLE_GEN_MAX ? 1 : g + 1);
+	fb_store_relaxed(&s->fiber, NULL);
+}
+
 /* Global runtime facts. */
 int fb_runtime_nr_workers(void);
 size_t fb_runtime_stack_size(void);

@@ -1,13 +1,25 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * stack.c - fiber stacks: mmap'ed with a PROT_NONE guard page below, placed
- * on a NUMA node when the machine has several, cached for reuse, and the
- * initial frame that makes a new stack look like a suspended context.
+ * stack.c - fiber stacks: mmap'ed with a PROT_NONE guard region below,
+ * placed on a NUMA node when the machine has several, cached for reuse, and
+ * the initial frame that makes a new stack look like a suspended context.
  *
  * Address space is reserved with MAP_NORESERVE and touched lazily, so a
- * 256 KiB stack costs the pages a fiber really uses.  Each stack is two
- * mappings (guard + stack), so vm.max_map_count (65530 by default) bounds
- * the number of live fibers at about 32,000; README.md says so.
+ * 256 KiB stack costs the pages a fiber really uses.  Each stack is one
+ * mmap (PROT_NONE, guard and stack) and one mprotect (the stack part), so
+ * two kernel mappings whatever the guard's size: vm.max_map_count (65530
+ * by default) bounds the number of live fibers at about 32,000; README.md
+ * says so.
+ *
+ * The guard.  A function whose frame is larger than the guard can move
+ * its stack pointer past the guard in one step and write below it, into
+ * whatever is mapped there (another stack, a library's data), with no
+ * fault at all.  The guard therefore covers FB_STACK_GUARD bytes, not one
+ * page: a PROT_NONE region costs address space, never memory, and no
+ * extra mapping.  Code built with -fstack-clash-protection (libfiber is;
+ * README.md asks the same of fiber code) probes every page of a large
+ * frame in order, so any guard catches it; the size matters for code
+ * built without it.
  */
 #include <errno.h>
 #include <string.h>
@@ -30,13 +42,21 @@ static size_t page_size(void)
 	return ps;
 }
 
+/* The guard below each stack: FB_STACK_GUARD rounded up to pages. */
+static size_t guard_size(void)
+{
+	size_t ps = page_size();
+
+	return (FB_STACK_GUARD + ps - 1) & ~(ps - 1);
+}
+
 int fb_stack_map(struct fb_stack *s, size_t size, int node)
 {
-	size_t ps = page_size(), len;
+	size_t ps = page_size(), guard = guard_size(), len;
 	void *map;
 
 	size = (size + ps - 1) & ~(ps - 1);
-	len = size + ps;
+	len = size + guard;
 	if (fb_fault_should_fail())
 		return EAGAIN;
 	map = mmap(NULL, len, PROT_NONE,
@@ -44,7 +64,7 @@ int fb_stack_map(struct fb_stack *s, size_t size, int node)
 		   0);
 	if (map == MAP_FAILED)
 		return EAGAIN;
-	if (mprotect((char *)map + ps, size, PROT_READ | PROT_WRITE)) {
+	if (mprotect((char *)map + guard, size, PROT_READ | PROT_WRITE)) {
 		munmap(map, len);
 		return EAGAIN;
 	}
@@ -56,7 +76,7 @@ int fb_stack_map(struct fb_stack *s, size_t size, int node)
 			mask[node / (8 * sizeof(long))] |=
 				1UL << (node % (8 * sizeof(long)));
 			/* Advice only: a failure leaves first-touch placement. */
-			mbind((char *)map + ps, size, MPOL_PREFERRED, mask,
+			mbind((char *)map + guard, size, MPOL_PREFERRED, mask,
 			      sizeof(mask) * 8, 0);
 		}
 	}
@@ -85,7 +105,7 @@ bool fb_stack_guard_contains(const struct fb_stack *s, const void *addr)
 {
 	const char *a = addr, *g = s->map;
 
-	return s->map && a >= g && a < g + page_size();
+	return s->map && a >= g && a < g + (s->map_len - s->size);
 }
 
 /*

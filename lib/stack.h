@@ -8,10 +8,23 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/*
+ * The PROT_NONE region below every fiber stack: 256 KiB, rounded up to
+ * pages.  A frame larger than the guard can step over it unseen (stack.c),
+ * so the size is the largest frame caught in code built without
+ * -fstack-clash-protection.  Picked: 256 KiB is four times a 64 KiB
+ * buffer, a common size for I/O and formatting buffers declared on the
+ * stack, and equals the default stack size, so a frame that could jump it
+ * would not fit in a default stack anyway.  It costs address space only (no memory,
+ * no extra mapping): 32,000 fibers, the vm.max_map_count bound, reserve
+ * 8 GiB of the 128 TiB a process has on x86-64.
+ */
+#define FB_STACK_GUARD (256 * 1024)
+
 struct fb_stack {
-	void *map; /* guard page + stack */
+	void *map; /* guard region + stack */
 	size_t map_len;
-	size_t size; /* usable bytes */
+	size_t size; /* usable bytes, at the top of the mapping */
 };
 
 /* Stacks kept per worker for reuse; owner worker only. */
@@ -22,11 +35,14 @@ struct fb_stack_cache {
 };
 
 /* fb_stack_map - map a stack of @size bytes (rounded up to pages) with a
- * guard page below, preferring NUMA node @node (-1: any).
+ * guard region of FB_STACK_GUARD below, preferring NUMA node @node (-1:
+ * any).
  * Return: 0; EAGAIN when the mapping fails (address space, map count). */
 int fb_stack_map(struct fb_stack *s, size_t size, int node);
 void fb_stack_unmap(struct fb_stack *s);
 void *fb_stack_top(const struct fb_stack *s);
+/* fb_stack_guard_contains - @addr lies in the guard region of @s.
+ * Context: any, async-signal-safe (plain loads of @s). */
 bool fb_stack_guard_contains(const struct fb_stack *s, const void *addr);
 bool fb_stack_cache_get(struct fb_stack_cache *c, size_t size,
 			struct fb_stack *s);

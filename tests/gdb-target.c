@@ -51,6 +51,7 @@ int main(void)
 	while (fiber_stats_counter("parks") < NR)
 		fiber_sem_getvalue(&sem, &v);
 	printf("first-id %llu\n", (unsigned long long)fiber_id(f[0]));
+	printf("first-handle %p\n", (void *)f[0]);
 	fflush(stdout);
 	gdb_stop_here();
 	for (int i = 0; i < NR; i++)

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "fiber.h"
+#include "harness.h"
 
 static int start(unsigned int workers)
 {
@@ -61,6 +62,7 @@ static void test_fiber_exit_and_join_errors(void **state)
 	fiber_t f, g;
 	void *r;
 	fiber_attr_t a;
+	int rc;
 
 	(void)state;
 	assert_int_equal(start(2), 0);
@@ -76,7 +78,9 @@ static void test_fiber_exit_and_join_errors(void **state)
 	assert_int_equal(fiber_attr_setdetachstate(&a, FIBER_CREATE_DETACHED),
 			 0);
 	assert_int_equal(fiber_create(&g, &a, ret_arg, NULL), 0);
-	assert_int_equal(fiber_join(g, NULL), EINVAL); /* detached */
+	/* Detached: EINVAL while it runs, ESRCH once it is gone. */
+	rc = fiber_join(g, NULL);
+	assert_true(rc == EINVAL || rc == ESRCH);
 
 	assert_int_equal(fiber_create(&g, NULL, ret_arg, NULL), 0);
 	assert_int_equal(fiber_detach(g), 0);
@@ -238,6 +242,304 @@ static void test_fiber_keys_with_destructors(void **state)
 	assert_int_equal(fiber_shutdown(), 0);
 }
 
+/*
+ * Key reuse.  A fiber sets a value under one key, then waits while main
+ * deletes that key and makes a new one (which takes the same slot), and
+ * reports what it sees through the old and the new key.
+ */
+static fiber_key_t old_key, new_key;
+static fiber_sem_t key_made, key_seen;
+static int new_dtor_calls;
+
+static void new_dtor(void *v)
+{
+	(void)v;
+	__atomic_add_fetch(&new_dtor_calls, 1, __ATOMIC_RELAXED);
+}
+
+struct key_view {
+	void *old_value, *new_value;
+	int set_old;
+};
+
+static void *hold_value(void *arg)
+{
+	struct key_view *kv = arg;
+	static int x;
+
+	if (fiber_setspecific(old_key, &x))
+		return (void *)1;
+	fiber_sem_post(&key_seen);
+	fiber_sem_wait(&key_made);
+	kv->new_value = fiber_getspecific(new_key);
+	kv->old_value = fiber_getspecific(old_key);
+	kv->set_old = fiber_setspecific(old_key, &x);
+	return NULL;
+}
+
+/* Run hold_value in one fiber around a delete + create; its view of the
+ * keys in @kv, with new_key still alive. */
+static void key_made_again(struct key_view *kv)
+{
+	fiber_t f;
+	void *r = NULL;
+
+	memset(kv, 0, sizeof(*kv));
+	new_dtor_calls = 0;
+	assert_int_equal(fiber_sem_init(&key_made, 0), 0);
+	assert_int_equal(fiber_sem_init(&key_seen, 0), 0);
+	assert_int_equal(start(2), 0);
+	assert_int_equal(fiber_key_create(&old_key, NULL), 0);
+	assert_int_equal(fiber_create(&f, NULL, hold_value, kv), 0);
+	fiber_sem_wait(&key_seen);
+	assert_int_equal(fiber_key_delete(old_key), 0);
+	assert_int_equal(fiber_key_create(&new_key, new_dtor), 0);
+	fiber_sem_post(&key_made);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_null(r);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+/* POSIX: a new key reads NULL in every fiber, also where the slot it
+ * reuses held a value. */
+static void test_fiber_key_made_again_reads_null(void **state)
+{
+	struct key_view kv;
+
+	(void)state;
+	key_made_again(&kv);
+	assert_null(kv.new_value);
+	assert_int_equal(fiber_key_delete(new_key), 0);
+}
+
+/* The value set under the deleted key goes to no destructor at exit, in
+ * particular not to the new key's. */
+static void test_fiber_key_made_again_skips_old_value_at_exit(void **state)
+{
+	struct key_view kv;
+
+	(void)state;
+	key_made_again(&kv);
+	assert_int_equal(new_dtor_calls, 0);
+	assert_int_equal(fiber_key_delete(new_key), 0);
+}
+
+/* A deleted key stays invalid after its slot is reused. */
+static void test_fiber_key_stale_handle_is_invalid(void **state)
+{
+	struct key_view kv;
+
+	(void)state;
+	key_made_again(&kv);
+	assert_null(kv.old_value);
+	assert_int_equal(kv.set_old, EINVAL);
+	assert_int_equal(fiber_key_delete(old_key), EINVAL);
+	assert_int_equal(fiber_key_delete(new_key), 0);
+	assert_int_equal(fiber_key_delete(new_key), EINVAL);
+}
+
+/*
+ * Stale handles.  A handle names one fiber: once that fiber is joined (or
+ * detached and gone), the handle is stale, also after its descriptor was
+ * reused for a new fiber or the runtime was restarted.  A stale handle
+ * gives ESRCH from join and detach, NULL from fiber_name, 0 from fiber_id.
+ */
+static void assert_stale(fiber_t f)
+{
+	assert_int_equal(fiber_join(f, NULL), ESRCH);
+	assert_int_equal(fiber_detach(f), ESRCH);
+	assert_null(fiber_name(f));
+	assert_int_equal(fiber_id(f), 0);
+}
+
+/* From main, which frees the descriptor of the fiber it joins: the
+ * second join must not read it (ASan). */
+static void test_fiber_join_joined_handle_gives_esrch(void **state)
+{
+	fiber_t f;
+
+	(void)state;
+	assert_int_equal(start(2), 0);
+	assert_int_equal(fiber_create(&f, NULL, ret_arg, NULL), 0);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(fiber_join(f, NULL), ESRCH);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+static void test_fiber_detach_joined_handle_gives_esrch(void **state)
+{
+	fiber_t f;
+
+	(void)state;
+	assert_int_equal(start(2), 0);
+	assert_int_equal(fiber_create(&f, NULL, ret_arg, NULL), 0);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(fiber_detach(f), ESRCH);
+	assert_null(fiber_name(f));
+	assert_int_equal(fiber_id(f), 0);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+static void test_fiber_handle_from_before_restart_gives_esrch(void **state)
+{
+	fiber_t f, g;
+	void *r = NULL;
+
+	(void)state;
+	assert_int_equal(start(2), 0);
+	assert_int_equal(fiber_create(&f, NULL, ret_arg, NULL), 0);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(fiber_shutdown(), 0);
+	assert_int_equal(start(2), 0);
+	assert_stale(f);
+	assert_int_equal(fiber_create(&g, NULL, ret_arg, (void *)3), 0);
+	assert_stale(f);
+	assert_int_equal(fiber_join(g, &r), 0);
+	assert_ptr_equal(r, (void *)3);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+static void *self(void *arg)
+{
+	(void)arg;
+	return fiber_self();
+}
+
+static void *name_and_park(void *arg)
+{
+	fiber_sem_wait(arg);
+	return (void *)fiber_name(fiber_self());
+}
+
+/*
+ * In a fiber, where the worker's descriptor cache gives the joined
+ * fiber's descriptor to the next fiber at once: the old handle must not
+ * reach the new fiber, which stays joinable by its own handle.
+ */
+static void *recycle(void *arg)
+{
+	fiber_attr_t a;
+	fiber_sem_t sem;
+	fiber_t f, g;
+	void *r = NULL;
+	long bad = 0;
+
+	(void)arg;
+	fiber_sem_init(&sem, 0);
+	fiber_attr_init(&a);
+	fiber_attr_setname(&a, "new");
+	if (fiber_create(&f, NULL, self, NULL) || fiber_join(f, &r))
+		return (void *)-1L;
+	bad += r != f; /* fiber_self() is the creator's handle */
+	if (fiber_create(&g, &a, name_and_park, &sem))
+		return (void *)-1L;
+	/* Detach first: joining g through f would wait for g for good. */
+	bad += (fiber_detach(f) != ESRCH) << 1;
+	bad += (fiber_join(f, NULL) != ESRCH) << 2;
+	bad += (fiber_name(f) != NULL) << 3;
+	bad += (fiber_id(f) != 0) << 4;
+	bad += (fiber_id(g) == 0) << 5;
+	fiber_sem_post(&sem);
+	if (fiber_join(g, &r))
+		return (void *)-1L;
+	bad += (r == NULL || strcmp(r, "new") != 0) << 6;
+	return (void *)bad;
+}
+
+static void
+test_fiber_recycled_descriptor_keeps_new_fiber_joinable(void **state)
+{
+	fiber_t f;
+	void *r = NULL;
+
+	(void)state;
+	assert_int_equal(start(1), 0);
+	assert_int_equal(fiber_create(&f, NULL, recycle, NULL), 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_int_equal((long)r, 0);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+/*
+ * A creator fiber runs create + join cycles and publishes each joined
+ * handle in a ring; a pthread probes the ring with join, detach, name and
+ * id all the while.  Every probe must see a stale handle (and, under ASan,
+ * touch no freed memory).
+ */
+#if defined(__SANITIZE_THREAD__)
+#define PROBE_CYCLES 5000L
+#else
+#define PROBE_CYCLES 50000L
+#endif
+#define PROBE_RING 64
+
+static struct {
+	fiber_t ring[PROBE_RING];
+	long published;
+	int done;
+	long probes, bad;
+} probe;
+
+static void *create_join_publish(void *arg)
+{
+	fiber_t f;
+
+	(void)arg;
+	for (long i = 0; i < PROBE_CYCLES; i++) {
+		if (fiber_create(&f, NULL, ret_arg, NULL) ||
+		    fiber_join(f, NULL))
+			return (void *)-1L;
+		__atomic_store_n(&probe.ring[i % PROBE_RING], f,
+				 __ATOMIC_RELEASE);
+		__atomic_store_n(&probe.published, i + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static void probe_ring(void)
+{
+	long n = __atomic_load_n(&probe.published, __ATOMIC_ACQUIRE);
+
+	for (long i = 0; i < PROBE_RING && i < n; i++) {
+		fiber_t f = __atomic_load_n(&probe.ring[i], __ATOMIC_ACQUIRE);
+
+		probe.bad += fiber_join(f, NULL) != ESRCH;
+		probe.bad += fiber_detach(f) != ESRCH;
+		probe.bad += fiber_name(f) != NULL;
+		probe.bad += fiber_id(f) != 0;
+		probe.probes++;
+	}
+}
+
+static void *prober(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&probe.done, __ATOMIC_ACQUIRE))
+		probe_ring();
+	probe_ring();
+	return NULL;
+}
+
+static void test_fiber_stale_handle_probes_during_create_join(void **state)
+{
+	pthread_t t;
+	fiber_t f;
+	void *r = NULL;
+
+	(void)state;
+	memset(&probe, 0, sizeof(probe));
+	assert_int_equal(start(2), 0);
+	assert_int_equal(pthread_create(&t, NULL, prober, NULL), 0);
+	assert_int_equal(fiber_create(&f, NULL, create_join_publish, NULL), 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	__atomic_store_n(&probe.done, 1, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_null(r);
+	assert_int_equal(probe.bad, 0);
+	assert_true(probe.probes >= PROBE_RING);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
 static void *spin_a_bit(void *arg)
 {
 	fiber_yield();
@@ -358,7 +660,15 @@ int main(void)
 		cmocka_unit_test(test_fiber_yield_round_robin_on_one_worker),
 		cmocka_unit_test(test_fiber_affinity_is_honoured),
 		cmocka_unit_test(test_fiber_keys_with_destructors),
+		TEST(test_fiber_key_made_again_reads_null),
+		TEST(test_fiber_key_made_again_skips_old_value_at_exit),
+		TEST(test_fiber_key_stale_handle_is_invalid),
 		cmocka_unit_test(test_fiber_pthread_creates_and_joins),
+		TEST(test_fiber_join_joined_handle_gives_esrch),
+		TEST(test_fiber_detach_joined_handle_gives_esrch),
+		TEST(test_fiber_handle_from_before_restart_gives_esrch),
+		TEST(test_fiber_recycled_descriptor_keeps_new_fiber_joinable),
+		TEST(test_fiber_stale_handle_probes_during_create_join),
 		cmocka_unit_test(test_fiber_million_create_join_bounded_memory),
 	};
 

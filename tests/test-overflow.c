@@ -45,6 +45,30 @@ static void *overflow(void *arg)
 	return (void *)(long)recurse(0);
 }
 
+/*
+ * A frame far larger than a page whose first access is its lowest byte:
+ * the stack pointer moves 64 KiB down at once and the write lands that far
+ * below the top of the frame, past a one-page guard.  This file is built
+ * with -fno-stack-clash-protection (tests/meson.build), which would
+ * otherwise probe the frame's pages from the top.
+ */
+__attribute__((noinline)) static int big_frame(int v)
+{
+	char buf[64 * 1024];
+	volatile char *p = buf;
+
+	/* The array's address escapes, so the whole array is in the frame. */
+	__asm__ volatile("" : : "r"(buf) : "memory");
+	p[0] = (char)v;
+	p[sizeof(buf) - 1] = (char)v;
+	return p[0] + p[sizeof(buf) - 1];
+}
+
+static void *call_big_frame(void *arg)
+{
+	return (void *)(long)big_frame((int)(long)arg);
+}
+
 static void *wild_write(void *arg)
 {
 	*(volatile int *)arg = 1;
@@ -125,6 +149,40 @@ static void test_overflow_report_gives_size_rounded_to_pages(void **state)
 	assert_non_null(strstr(err, "\"odd\" overflowed its 24K stack"));
 }
 
+/* A 64 KiB frame on a 16 KiB stack skips a one-page guard; the guard
+ * region must still catch it and the report name the fiber. */
+static void test_overflow_large_frame_is_reported(void **state)
+{
+	char err[8192];
+	int st;
+
+	(void)state;
+	st = run_child(call_big_frame, (void *)1L, "big", 16 * 1024, err,
+		       sizeof(err));
+	if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT))
+		fprintf(stderr, "# child status %#x, stderr:\n%s\n", st, err);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGABRT);
+	assert_non_null(strstr(err, "\"big\" overflowed its 16K stack"));
+}
+
+/* Bytes of the name outside printable ASCII, the quote and the backslash
+ * are escaped, so the report stays one line that names the fiber. */
+static void test_overflow_report_escapes_name(void **state)
+{
+	char err[8192];
+	int st;
+
+	(void)state;
+	st = run_child(overflow, NULL, "a\nb\"c\\d\x01", 64 * 1024, err,
+		       sizeof(err));
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGABRT);
+	assert_non_null(strstr(err, "fiber "));
+	assert_non_null(strstr(err, " \"a\\x0ab\\\"c\\\\d\\x01\" overflowed "
+				    "its 64K stack"));
+}
+
 static void test_overflow_other_segfault_passes_through(void **state)
 {
 	char err[8192];
@@ -148,6 +206,8 @@ int main(void)
 			test_overflow_guard_page_names_fiber_and_aborts),
 		cmocka_unit_test(
 			test_overflow_report_gives_size_rounded_to_pages),
+		cmocka_unit_test(test_overflow_large_frame_is_reported),
+		cmocka_unit_test(test_overflow_report_escapes_name),
 		cmocka_unit_test(test_overflow_other_segfault_passes_through),
 	};
 
