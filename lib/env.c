@@ -13,71 +13,91 @@
 #include "env.h"
 #include "place.h"
 
+/* Write "@var="@value": @what; expected @expected" to @err. */
 static int bad(char *err, size_t errlen, const char *var, const char *value,
-	       const char *accepted)
+	       const char *what, const char *expected)
 {
 	if (err && errlen)
-		snprintf(err, errlen, "%s=\"%s\": %s", var, value, accepted);
+		snprintf(err, errlen, "%s=\"%s\": %s; expected %s", var, value,
+			 what, expected);
 	return EINVAL;
+}
+
+/* What is wrong with @value, which strtol-style parsing refused. */
+static const char *not_digits(const char *value, bool negative_ok)
+{
+	if (!*value)
+		return "empty";
+	if (*value == '+' || (*value == '-' && !negative_ok))
+		return "a sign is not accepted";
+	return "not a decimal integer";
 }
 
 int fb_parse_long(const char *var, const char *value, long min, long max,
 		  long *out, char *err, size_t errlen)
 {
 	char msg[128], *end;
+	const char *p;
 	long v;
 
-	snprintf(msg, sizeof(msg), "expected an integer from %ld to %ld", min,
-		 max);
-	if (!value || !*value || isspace((unsigned char)*value))
-		return bad(err, errlen, var, value ? value : "", msg);
+	snprintf(msg, sizeof(msg), "an integer from %ld to %ld, in digits only",
+		 min, max);
+	if (!value)
+		return bad(err, errlen, var, "", "empty", msg);
+	/* Digits only: strtol would also take blanks and a '+' sign. */
+	p = value + (*value == '-' && min < 0);
+	if (!isdigit((unsigned char)*p) || p[strspn(p, "0123456789")])
+		return bad(err, errlen, var, value, not_digits(value, min < 0),
+			   msg);
 	errno = 0;
 	v = strtol(value, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return bad(err, errlen, var, value, msg);
+	if (errno || v < min || v > max)
+		return bad(err, errlen, var, value, "out of range", msg);
 	*out = v;
 	return 0;
+}
+
+/* The multiplier of the suffix @c (1 for none), 0 if @c is not one. */
+static unsigned long long size_suffix(char c)
+{
+	switch (c) {
+	case '\0':
+		return 1;
+	case 'k':
+	case 'K':
+		return 1024;
+	case 'm':
+	case 'M':
+		return 1024 * 1024;
+	case 'g':
+	case 'G':
+		return 1024 * 1024 * 1024;
+	default:
+		return 0;
+	}
 }
 
 int fb_parse_size(const char *var, const char *value, size_t min, size_t max,
 		  size_t *out, char *err, size_t errlen)
 {
-	char msg[160], *end;
-	unsigned long long v, mul = 1;
+	char msg[192], *end;
+	unsigned long long v, mul;
 
 	snprintf(msg, sizeof(msg),
-		 "expected a size from %zu to %zu bytes, with an optional "
-		 "K, M or G suffix (powers of 1024), e.g. 64K or 1M",
+		 "digits with an optional K, M or G suffix (powers of 1024, "
+		 "no B), e.g. 64K or 1M, from %zu to %zu bytes",
 		 min, max);
-	if (!value || !isdigit((unsigned char)*value))
-		return bad(err, errlen, var, value ? value : "", msg);
+	if (!value)
+		return bad(err, errlen, var, "", "empty", msg);
+	end = (char *)value + strspn(value, "0123456789");
+	mul = size_suffix(*end);
+	if (end == value || !mul || (*end && end[1]))
+		return bad(err, errlen, var, value,
+			   *value ? "not a size" : "empty", msg);
 	errno = 0;
-	v = strtoull(value, &end, 10);
-	if (errno)
-		return bad(err, errlen, var, value, msg);
-	switch (*end) {
-	case 'k':
-	case 'K':
-		mul = 1024;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		mul = 1024 * 1024;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		mul = 1024 * 1024 * 1024;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if ((*end == 'B' || *end == 'b') && mul > 1)
-		end++;
-	if (*end || v > max / mul || v * mul < min)
-		return bad(err, errlen, var, value, msg);
+	v = strtoull(value, NULL, 10);
+	if (errno || v > max / mul || v * mul < min)
+		return bad(err, errlen, var, value, "out of range", msg);
 	*out = (size_t)(v * mul);
 	return 0;
 }
@@ -93,7 +113,8 @@ int fb_parse_bool(const char *var, const char *value, bool *out, char *err,
 		*out = false;
 		return 0;
 	}
-	return bad(err, errlen, var, value ? value : "", "expected 0 or 1");
+	return bad(err, errlen, var, value ? value : "", "not 0 or 1",
+		   "0 or 1");
 }
 
 int fb_parse_stats(const char *var, const char *value, enum fb_stats_mode *out,
@@ -107,7 +128,7 @@ int fb_parse_stats(const char *var, const char *value, enum fb_stats_mode *out,
 		*out = FB_STATS_JSON;
 	else
 		return bad(err, errlen, var, value ? value : "",
-			   "expected 0, 1 or json");
+			   "not a statistics mode", "0, 1 or json");
 	return 0;
 }
 
@@ -122,11 +143,12 @@ int fb_parse_clock(const char *var, const char *value, enum fb_clock_kind *out,
 		if (!fb_tsc_usable())
 			return bad(err, errlen, var, value,
 				   "the kernel's clocksource is not the TSC "
-				   "here; expected auto or monotonic");
+				   "here",
+				   "auto or monotonic");
 		*out = FB_CLOCK_TSC;
 	} else {
-		return bad(err, errlen, var, value ? value : "",
-			   "expected auto, tsc or monotonic");
+		return bad(err, errlen, var, value ? value : "", "not a clock",
+			   "auto, tsc or monotonic");
 	}
 	return 0;
 }

@@ -48,7 +48,10 @@ int fb_env_load(struct fb_env *env, const struct fiber_config *config);
 void fb_env_free(struct fb_env *env);
 
 /* Parsers, exposed for the tests and the fuzzers.  Each returns 0 or EINVAL
- * and writes a message naming @var, @value and what is accepted to @err. */
+ * and writes a message naming @var, @value, what is wrong and what is
+ * accepted to @err, leaving *@out untouched.  Integers are decimal digits
+ * only (no blank, no '+'; a '-' only when @min is negative); sizes are
+ * digits with an optional K, M or G suffix (powers of 1024, either case). */
 int fb_parse_long(const char *var, const char *value, long min, long max,
 		  long *out, char *err, size_t errlen);
 int fb_parse_size(const char *var, const char *value, size_t min, size_t max,

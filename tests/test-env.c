@@ -33,26 +33,52 @@ static void clear_env(void)
 		unsetenv(vars[i]);
 }
 
-/* Run fiber_init with stderr captured into @msg. */
-static int init_capture(char *msg, size_t len)
+/* Capture what goes to stderr between capture_begin and capture_end. */
+struct capture {
+	char path[64];
+	int fd, saved;
+};
+
+static void capture_begin(struct capture *c)
 {
-	char path[] = "/tmp/libfiber-test-env-XXXXXX";
-	int fd = mkstemp(path), saved = dup(2), rc;
+	snprintf(c->path, sizeof(c->path), "/tmp/libfiber-test-env-XXXXXX");
+	c->fd = mkstemp(c->path);
+	c->saved = dup(2);
+	assert_true(c->fd >= 0 && c->saved >= 0);
+	fflush(stderr);
+	dup2(c->fd, 2);
+}
+
+static void capture_end(struct capture *c, char *msg, size_t len)
+{
 	ssize_t n;
 
-	assert_true(fd >= 0 && saved >= 0);
 	fflush(stderr);
-	dup2(fd, 2);
-	rc = fiber_init(NULL);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	lseek(fd, 0, SEEK_SET);
-	n = read(fd, msg, len - 1);
+	dup2(c->saved, 2);
+	close(c->saved);
+	lseek(c->fd, 0, SEEK_SET);
+	n = read(c->fd, msg, len - 1);
 	msg[n > 0 ? n : 0] = 0;
-	close(fd);
-	unlink(path);
+	close(c->fd);
+	unlink(c->path);
+}
+
+/* Run fiber_init(@config) with stderr captured into @msg. */
+static int init_config_capture(const struct fiber_config *config, char *msg,
+			       size_t len)
+{
+	struct capture c;
+	int rc;
+
+	capture_begin(&c);
+	rc = fiber_init(config);
+	capture_end(&c, msg, len);
 	return rc;
+}
+
+static int init_capture(char *msg, size_t len)
+{
+	return init_config_capture(NULL, msg, len);
 }
 
 static void expect_refused(const char *var, const char *value)
@@ -81,6 +107,8 @@ static void test_env_bad_values_give_einval(void **state)
 		{ "LIBFIBER_WORKERS", "" },
 		{ "LIBFIBER_WORKERS", "100000" },
 		{ "LIBFIBER_WORKERS", "99999999999999999999" },
+		{ "LIBFIBER_WORKERS", "+2" },
+		{ "LIBFIBER_WORKERS", " 2" },
 		{ "LIBFIBER_TOPOLOGY", "garbage:xyz" },
 		{ "LIBFIBER_TOPOLOGY", "/nonexistent/topology.xml" },
 		{ "LIBFIBER_BIND", "yes" },
@@ -94,9 +122,13 @@ static void test_env_bad_values_give_einval(void **state)
 		{ "LIBFIBER_STACK_SIZE", "2G" },
 		{ "LIBFIBER_STACK_SIZE", "" },
 		{ "LIBFIBER_STACK_SIZE", "K" },
+		{ "LIBFIBER_STACK_SIZE", "64KB" },
+		{ "LIBFIBER_STACK_SIZE", "1MB" },
+		{ "LIBFIBER_STACK_SIZE", "+64K" },
 		{ "LIBFIBER_IDLE_POLL_US", "-5" },
 		{ "LIBFIBER_IDLE_POLL_US", "fast" },
 		{ "LIBFIBER_IDLE_POLL_US", "2000000" },
+		{ "LIBFIBER_IDLE_POLL_US", "+5" },
 		{ "LIBFIBER_STATS", "2" },
 		{ "LIBFIBER_STATS", "JSON" },
 		{ "LIBFIBER_STATS", "" },
@@ -196,11 +228,17 @@ static void test_env_size_parser(void **state)
 				       sizeof(err)),
 			 0);
 	assert_int_equal(v, 2 << 20);
-	assert_int_equal(fb_parse_size("S", "1GB", 1, 1UL << 30, &v, err,
+	assert_int_equal(fb_parse_size("S", "1G", 1, 1UL << 30, &v, err,
 				       sizeof(err)),
 			 0);
 	assert_int_equal(v, 1UL << 30);
 	v = 9;
+	assert_int_equal(fb_parse_size("S", "64KB", 1, 1UL << 30, &v, err,
+				       sizeof(err)),
+			 EINVAL);
+	assert_int_equal(v, 9);
+	assert_non_null(strstr(err, "S=\"64KB\": not a size; expected digits "
+				    "with an optional K, M or G suffix"));
 	assert_int_equal(fb_parse_size("S", "18446744073709551615K", 1,
 				       1UL << 30, &v, err, sizeof(err)),
 			 EINVAL);
@@ -226,6 +264,32 @@ static void test_env_config_struct_overrides_environment(void **state)
 	clear_env();
 }
 
+static void test_env_long_parser_takes_digits_only(void **state)
+{
+	char err[256];
+	long v = 9;
+
+	(void)state;
+	assert_int_equal(fb_parse_long("W", "+2", 1, 8, &v, err, sizeof(err)),
+			 EINVAL);
+	assert_int_equal(v, 9);
+	assert_non_null(strstr(err, "W=\"+2\": a sign is not accepted; "
+				    "expected an integer from 1 to 8"));
+	assert_int_equal(fb_parse_long("W", "2 ", 1, 8, &v, err, sizeof(err)),
+			 EINVAL);
+	assert_int_equal(fb_parse_long("W", "9", 1, 8, &v, err, sizeof(err)),
+			 EINVAL);
+	assert_non_null(strstr(err, "W=\"9\": out of range"));
+	/* A '-' is a digit's sign only where negative values are accepted. */
+	assert_int_equal(fb_parse_long("N", "-3", -5, 5, &v, err, sizeof(err)),
+			 0);
+	assert_int_equal(v, -3);
+	assert_int_equal(fb_parse_long("N", "-", -5, 5, &v, err, sizeof(err)),
+			 EINVAL);
+	assert_int_equal(fb_parse_long("P", "-3", 0, 5, &v, err, sizeof(err)),
+			 EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_env_size_parser),
 		cmocka_unit_test(test_env_clock_parser),
 		cmocka_unit_test(test_env_config_struct_overrides_environment),
+		cmocka_unit_test(test_env_long_parser_takes_digits_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
