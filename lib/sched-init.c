@@ -64,7 +64,6 @@ static int runtime_new(const struct fiber_config *config,
 		       struct fb_runtime **out)
 {
 	struct fb_runtime *r = fb_calloc(1, sizeof(*r));
-	char err[1024];
 	int rc;
 
 	if (!r)
@@ -79,12 +78,9 @@ static int runtime_new(const struct fiber_config *config,
 		rc = EINVAL;
 		goto fail;
 	}
-	rc = fb_topo_open(&r->topo, r->env.topology, err, sizeof(err));
-	if (rc) {
-		if (rc == EINVAL)
-			fprintf(stderr, "libfiber: %s\n", err);
+	rc = fb_env_topo_open(&r->env, &r->topo);
+	if (rc)
 		goto fail;
-	}
 	if (r->env.bind < 0)
 		r->env.bind = 1; /* synthetic: round-robin on the real PUs */
 	r->nr_workers = r->env.workers ? r->env.workers :

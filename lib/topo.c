@@ -143,8 +143,8 @@ out:
 	close(fd);
 }
 
-static int load_spec(struct fb_topo *t, const char *spec, char *err,
-		     size_t errlen)
+static int load_spec(struct fb_topo *t, const char *spec, const char *name,
+		     char *err, size_t errlen)
 {
 	bool xml = spec_is_xml(spec);
 	char why[512];
@@ -165,10 +165,10 @@ static int load_spec(struct fb_topo *t, const char *spec, char *err,
 	hwloc_topology_destroy(t->topo);
 	t->topo = NULL;
 	snprintf(err, errlen,
-		 "LIBFIBER_TOPOLOGY=\"%s\": %s (hwloc: %s); expected an hwloc "
+		 "%s=\"%s\": %s (hwloc: %s); expected an hwloc "
 		 "synthetic description such as \"pack:2 numa:1 l3:2 core:4 "
 		 "pu:2\" or the path of an hwloc XML file",
-		 spec,
+		 name, spec,
 		 xml ? "not a readable hwloc XML file" :
 		       "not a valid hwloc synthetic description",
 		 why);
@@ -371,6 +371,12 @@ static void describe(struct fb_topo *t, const char *spec)
 int fb_topo_open(struct fb_topo **tp, const char *spec, char *err,
 		 size_t errlen)
 {
+	return fb_topo_open_named(tp, spec, "LIBFIBER_TOPOLOGY", err, errlen);
+}
+
+int fb_topo_open_named(struct fb_topo **tp, const char *spec, const char *name,
+		       char *err, size_t errlen)
+{
 	struct fb_topo *t;
 	int rc;
 
@@ -384,7 +390,7 @@ int fb_topo_open(struct fb_topo **tp, const char *spec, char *err,
 		t->topo = t->host;
 		t->real = true;
 	} else {
-		rc = load_spec(t, spec, err, errlen);
+		rc = load_spec(t, spec, name, err, errlen);
 		if (rc)
 			goto fail;
 	}
@@ -392,8 +398,10 @@ int fb_topo_open(struct fb_topo **tp, const char *spec, char *err,
 	t->nr_host_pus = hwloc_get_nbobjs_by_type(t->host, HWLOC_OBJ_PU);
 	rc = EINVAL;
 	if (t->nr_pus <= 0 || t->nr_host_pus <= 0) {
-		snprintf(err, errlen, "LIBFIBER_TOPOLOGY=\"%s\": no PU",
-			 spec ? spec : "");
+		snprintf(err, errlen,
+			 "%s=\"%s\": no PU; expected a topology with at "
+			 "least one PU",
+			 name, spec ? spec : "");
 		goto fail;
 	}
 	rc = digest(t);

@@ -40,6 +40,10 @@ struct fb_topo;
  */
 int fb_topo_open(struct fb_topo **tp, const char *spec, char *err,
 		 size_t errlen);
+/* fb_topo_open_named - fb_topo_open(), with @name in place of
+ * LIBFIBER_TOPOLOGY in the message (e.g. "fiber_config.topology"). */
+int fb_topo_open_named(struct fb_topo **tp, const char *spec, const char *name,
+		       char *err, size_t errlen);
 /* fb_topo_close - free @t (NULL is fine).  No view built from it may be
  * in use by then. */
 void fb_topo_close(struct fb_topo *t);

@@ -2,7 +2,8 @@
 /*
  * test-env.c - every LIBFIBER_* variable: good values start the runtime,
  * each bad value makes fiber_init() return EINVAL with a message naming the
- * variable and the value, and nothing starts.
+ * variable and the value, and nothing starts.  The same for the fields of
+ * struct fiber_config, whose messages name the field.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 
 #include "env.h"
 #include "fiber.h"
+#include "sched.h"
 
 static const char *const vars[] = {
 	"LIBFIBER_WORKERS",    "LIBFIBER_TOPOLOGY",
@@ -290,6 +292,113 @@ static void test_env_long_parser_takes_digits_only(void **state)
 			 EINVAL);
 }
 
+/* More PUs than FB_MAX_WORKERS need a worker count, and the message says
+ * which topology, how many PUs, the limit and what to set. */
+static void test_env_too_many_pus_needs_a_worker_count(void **state)
+{
+	static const char big[] = "pack:2 core:1024 pu:1";
+	struct fiber_config c = { 0 };
+	char msg[2048];
+
+	(void)state;
+	clear_env();
+	setenv("LIBFIBER_TOPOLOGY", big, 1);
+	assert_int_equal(init_capture(msg, sizeof(msg)), EINVAL);
+	assert_int_equal(fiber_nr_workers(), 0);
+	if (!strstr(msg, "LIBFIBER_TOPOLOGY=\"pack:2 core:1024 pu:1\": 2048 "
+			 "PUs, more than the 1024 workers") ||
+	    !strstr(msg, "expected LIBFIBER_WORKERS or fiber_config.workers "
+			 "from 1 to 1024"))
+		fail_msg("unexpected message: %s", msg);
+	c.topology = big;
+	assert_int_equal(init_config_capture(&c, msg, sizeof(msg)), EINVAL);
+	assert_non_null(strstr(msg, "fiber_config.topology=\"pack:2 core:1024 "
+				    "pu:1\": 2048 PUs"));
+	/* With a count, the same topology runs. */
+	setenv("LIBFIBER_WORKERS", "2", 1);
+	assert_int_equal(init_capture(msg, sizeof(msg)), 0);
+	assert_int_equal(fiber_nr_workers(), 2);
+	assert_int_equal(fiber_shutdown(), 0);
+	clear_env();
+}
+
+/* bind = -1 and idle_poll_us = -1 mean "the environment", also with the
+ * _set flags on: the variable is read (a bad one is refused, naming it). */
+static void test_env_config_minus_one_means_environment(void **state)
+{
+	struct fiber_config c = { 0 };
+	char msg[2048];
+
+	(void)state;
+	clear_env();
+	c.workers = 2;
+	c.bind_set = 1;
+	c.bind = -1;
+	c.idle_poll_set = 1;
+	c.idle_poll_us = -1;
+	setenv("LIBFIBER_BIND", "yes", 1);
+	assert_int_equal(init_config_capture(&c, msg, sizeof(msg)), EINVAL);
+	assert_non_null(strstr(msg, "LIBFIBER_BIND=\"yes\""));
+	unsetenv("LIBFIBER_BIND");
+	setenv("LIBFIBER_IDLE_POLL_US", "fast", 1);
+	assert_int_equal(init_config_capture(&c, msg, sizeof(msg)), EINVAL);
+	assert_non_null(strstr(msg, "LIBFIBER_IDLE_POLL_US=\"fast\""));
+	setenv("LIBFIBER_BIND", "0", 1);
+	setenv("LIBFIBER_IDLE_POLL_US", "7", 1);
+	assert_int_equal(init_config_capture(&c, msg, sizeof(msg)), 0);
+	assert_int_equal(fb_rt->env.bind, 0);
+	assert_int_equal(fb_rt->env.idle_poll_us, 7);
+	assert_int_equal(fiber_shutdown(), 0);
+	/* Set values win over the variables. */
+	c.bind = 1;
+	c.idle_poll_us = 0;
+	assert_int_equal(init_config_capture(&c, msg, sizeof(msg)), 0);
+	assert_int_equal(fb_rt->env.bind, 1);
+	assert_int_equal(fb_rt->env.idle_poll_us, 0);
+	assert_int_equal(fiber_shutdown(), 0);
+	clear_env();
+}
+
+static void expect_config_refused(const struct fiber_config *c,
+				  const char *quote)
+{
+	char msg[2048];
+
+	assert_int_equal(init_config_capture(c, msg, sizeof(msg)), EINVAL);
+	assert_int_equal(fiber_nr_workers(), 0);
+	if (!strstr(msg, quote) || strstr(msg, "libfiber: LIBFIBER_"))
+		fail_msg("expected \"%s\", not the variable, in: %s", quote,
+			 msg);
+}
+
+/* A bad field is named as the field, with its value and what is accepted;
+ * the variable it overrides is not mentioned. */
+static void test_env_config_errors_name_the_field(void **state)
+{
+	struct fiber_config c;
+
+	(void)state;
+	clear_env();
+	c = (struct fiber_config){ .bind_set = 1, .bind = 2 };
+	expect_config_refused(&c, "fiber_config.bind=2: not a binding mode; "
+				  "expected 1 (pin workers), 0 (do not) or -1");
+	c = (struct fiber_config){ .topology = "garbage:xyz" };
+	expect_config_refused(&c, "fiber_config.topology=\"garbage:xyz\": not "
+				  "a valid hwloc synthetic description");
+	c = (struct fiber_config){ .sched_features = "NOT_A_FEATURE" };
+	expect_config_refused(&c, "fiber_config.sched_features=\""
+				  "NOT_A_FEATURE\": unknown scheduler feature");
+	c = (struct fiber_config){ .stats = "JSON" };
+	expect_config_refused(&c, "fiber_config.stats=\"JSON\"");
+	c = (struct fiber_config){ .workers = 5000 };
+	expect_config_refused(&c, "fiber_config.workers=5000: more than the "
+				  "1024 workers");
+	c = (struct fiber_config){ .stack_size = 100 };
+	expect_config_refused(&c, "fiber_config.stack_size=100: out of range");
+	c = (struct fiber_config){ .idle_poll_set = 1, .idle_poll_us = -2 };
+	expect_config_refused(&c, "fiber_config.idle_poll_us=-2: out of range");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -299,6 +408,9 @@ int main(void)
 		cmocka_unit_test(test_env_clock_parser),
 		cmocka_unit_test(test_env_config_struct_overrides_environment),
 		cmocka_unit_test(test_env_long_parser_takes_digits_only),
+		cmocka_unit_test(test_env_too_many_pus_needs_a_worker_count),
+		cmocka_unit_test(test_env_config_minus_one_means_environment),
+		cmocka_unit_test(test_env_config_errors_name_the_field),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
