@@ -34,7 +34,9 @@ struct fb_topo;
  * fb_topo_open - load the topology.  @spec is NULL/"" for the real machine
  * (restricted to the PUs the process may use), an hwloc synthetic string, or
  * the path of an hwloc XML file.  On failure writes a message into @err
- * (naming LIBFIBER_TOPOLOGY, the value and hwloc's complaint).
+ * naming LIBFIBER_TOPOLOGY, the value and hwloc's complaint, which it gets
+ * by loading @spec again in a child process (topo.c); with @errlen 0 it
+ * writes nothing and starts no child.
  * Context: any thread, before the runtime starts; starts no thread.
  * Return: 0 and *@tp; EINVAL for a bad @spec; ENOMEM.
  */

@@ -3,12 +3,16 @@
  * test-env.c - every LIBFIBER_* variable: good values start the runtime,
  * each bad value makes fiber_init() return EINVAL with a message naming the
  * variable and the value, and nothing starts.  The same for the fields of
- * struct fiber_config, whose messages name the field.
+ * struct fiber_config, whose messages name the field; a refused topology's
+ * replay (topo.c) leaves the process's stderr to its other threads.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +24,11 @@
 #include "env.h"
 #include "fiber.h"
 #include "sched.h"
+
+#ifndef FB_TEST_TOPOLOGIES
+#define FB_TEST_TOPOLOGIES "tests/topologies"
+#endif
+#define MALFORMED_XML FB_TEST_TOPOLOGIES "/malformed.xml"
 
 static const char *const vars[] = {
 	"LIBFIBER_WORKERS",    "LIBFIBER_TOPOLOGY",
@@ -81,6 +90,16 @@ static int init_config_capture(const struct fiber_config *config, char *msg,
 static int init_capture(char *msg, size_t len)
 {
 	return init_config_capture(NULL, msg, len);
+}
+
+/* How many times @needle occurs in @hay. */
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
 }
 
 static void expect_refused(const char *var, const char *value)
@@ -399,6 +418,123 @@ static void test_env_config_errors_name_the_field(void **state)
 	expect_config_refused(&c, "fiber_config.idle_poll_us=-2: out of range");
 }
 
+/* ---- a refused topology's replay and the other threads' stderr ---------- */
+
+#define TOKEN "@@w" /* a writer line: TOKEN, 6 digits, newline */
+
+struct stderr_pipe {
+	int rd;
+	atomic_int stop;
+	long written;
+	char *data; /* everything read from the pipe */
+	size_t len, cap;
+};
+
+static void *stderr_writer(void *arg)
+{
+	struct stderr_pipe *sp = arg;
+	char line[16];
+
+	while (!atomic_load(&sp->stop)) {
+		int n = snprintf(line, sizeof(line), TOKEN "%06ld\n",
+				 sp->written % 1000000);
+
+		assert_true(write(2, line, (size_t)n) == n);
+		sp->written++;
+	}
+	return NULL;
+}
+
+static void *stderr_reader(void *arg)
+{
+	struct stderr_pipe *sp = arg;
+	ssize_t n;
+
+	for (;;) {
+		if (sp->cap - sp->len < 65536) {
+			sp->cap = sp->cap ? sp->cap * 2 : 1 << 20;
+			sp->data = realloc(sp->data, sp->cap);
+			assert_non_null(sp->data);
+		}
+		n = read(sp->rd, sp->data + sp->len, sp->cap - sp->len - 1);
+		if (n <= 0)
+			break;
+		sp->len += (size_t)n;
+	}
+	sp->data[sp->len] = '\0';
+	return NULL;
+}
+
+/* Each writer line arrives whole, once, in order.  A linear scan: the
+ * data run to megabytes, and a sanitizer's strstr reads all of them at
+ * every call. */
+static long lines_intact(const char *data, size_t len)
+{
+	const size_t tl = strlen(TOKEN);
+	long next = 0, seq;
+	size_t i = 0, d;
+
+	while (i + tl + 7 <= len) {
+		if (memcmp(data + i, TOKEN, tl)) {
+			i++;
+			continue;
+		}
+		i += tl;
+		for (d = 0, seq = 0;
+		     d < 6 && isdigit((unsigned char)data[i + d]); d++)
+			seq = seq * 10 + (data[i + d] - '0');
+		if (d < 6 || data[i + d] != '\n')
+			continue; /* swallowed into another line: lost */
+		if (seq != next % 1000000)
+			return -1;
+		next++;
+		i += 7;
+	}
+	return next;
+}
+
+/* 50 inits refused for a malformed XML file, each replayed to quote hwloc,
+ * while another thread writes lines to stderr: none of them is lost, and
+ * the process's environment is left alone. */
+static void test_env_refused_topology_keeps_other_threads_stderr(void **state)
+{
+	struct stderr_pipe sp = { 0 };
+	pthread_t wr, rd;
+	int p[2], saved;
+	long got;
+
+	(void)state;
+	clear_env();
+	setenv("LIBFIBER_TOPOLOGY", MALFORMED_XML, 1);
+	assert_int_equal(pipe(p), 0);
+	sp.rd = p[0];
+	fflush(stderr);
+	saved = dup(2);
+	dup2(p[1], 2);
+	close(p[1]);
+	assert_int_equal(pthread_create(&rd, NULL, stderr_reader, &sp), 0);
+	assert_int_equal(pthread_create(&wr, NULL, stderr_writer, &sp), 0);
+	for (int i = 0; i < 50; i++)
+		assert_int_equal(fiber_init(NULL), EINVAL);
+	atomic_store(&sp.stop, 1);
+	pthread_join(wr, NULL);
+	dup2(saved, 2); /* the last write end: the reader sees EOF */
+	close(saved);
+	pthread_join(rd, NULL);
+	close(p[0]);
+	got = lines_intact(sp.data, sp.len);
+	print_message("# %ld lines written, %ld arrived intact\n", sp.written,
+		      got);
+	assert_true(sp.written > 0);
+	assert_int_equal(got, sp.written);
+	/* The messages quoted hwloc and got through too. */
+	assert_int_equal(count(sp.data, "libfiber: LIBFIBER_TOPOLOGY=\""), 50);
+	assert_null(getenv("HWLOC_XML_VERBOSE"));
+	assert_null(getenv("LIBFIBER_INTERNAL_HWLOC_CHECK"));
+	free(sp.data);
+	clear_env();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -411,6 +547,8 @@ int main(void)
 		cmocka_unit_test(test_env_too_many_pus_needs_a_worker_count),
 		cmocka_unit_test(test_env_config_minus_one_means_environment),
 		cmocka_unit_test(test_env_config_errors_name_the_field),
+		cmocka_unit_test(
+			test_env_refused_topology_keeps_other_threads_stderr),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
