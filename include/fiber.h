@@ -84,8 +84,11 @@ struct fiber_config {
 
 /*
  * fiber_init - start the runtime with @config (NULL: the environment only).
- * Optional: the first call that needs the runtime starts it with the
- * environment's configuration.
+ * Optional: the first call that needs the runtime (fiber_create) starts it
+ * with the environment's configuration; if that configuration is bad, its
+ * message is printed once and every later such call returns EINVAL without
+ * printing, until fiber_init() is called (which reads the environment
+ * again).
  * Return: 0; EINVAL for a bad configuration (a message naming the variable
  * or field, the value and what is accepted goes to stderr and nothing
  * starts); EBUSY if the runtime is already running; ENOMEM/EAGAIN when
@@ -130,9 +133,11 @@ FIBER_API int fiber_attr_setaffinity(fiber_attr_t *attr, size_t setsize,
 
 /*
  * fiber_create - start a fiber running @fn(@arg).  @attr may be NULL.
+ * Starts the runtime first if fiber_init() was not called (see there).
  * Context: any thread.
- * Return: 0; EINVAL for a NULL fn/out pointer or bad attributes; EAGAIN or
- * ENOMEM when memory is short (nothing is leaked).
+ * Return: 0; EINVAL for a NULL fn/out pointer, bad attributes, or a bad
+ * environment for that implicit start; EAGAIN or ENOMEM when memory is
+ * short (nothing is leaked).
  */
 FIBER_API int fiber_create(fiber_t *fiber, const fiber_attr_t *attr,
 			   void *(*fn)(void *), void *arg);

@@ -15,6 +15,11 @@
 
 static pthread_mutex_t rt_mutex = PTHREAD_MUTEX_INITIALIZER;
 
+/* EINVAL once an implicit start refused the configuration, else 0.
+ * Written under implicit_mutex, cleared by fiber_init (atomic). */
+static pthread_mutex_t implicit_mutex = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int implicit_rc;
+
 /* ---- start and stop ------------------------------------------------------ */
 
 static struct fb_worker *worker_new(int id, int node)
@@ -128,6 +133,7 @@ int fiber_init(const struct fiber_config *config)
 	struct fb_runtime *r;
 	int rc, i;
 
+	fb_store_relaxed(&implicit_rc, 0); /* see fb_runtime_get() */
 	pthread_mutex_lock(&rt_mutex);
 	rc = EBUSY;
 	if (fb_load_acquire(&fb_rt_up))
@@ -157,14 +163,29 @@ out:
 	return rc;
 }
 
+/*
+ * An implicit start (fiber_create before fiber_init) that found a bad
+ * configuration has printed its message; later implicit starts return
+ * EINVAL quietly instead of reading the environment and printing again,
+ * until the program calls fiber_init() itself.  Other errors (ENOMEM,
+ * EAGAIN) may pass: the next call tries again.
+ */
 int fb_runtime_get(void)
 {
 	int rc;
 
 	if (fb_likely(fb_load_acquire(&fb_rt_up)))
 		return 0;
-	rc = fiber_init(NULL);
-	return rc == EBUSY ? 0 : rc;
+	pthread_mutex_lock(&implicit_mutex);
+	rc = fb_load_relaxed(&implicit_rc);
+	if (!rc) {
+		rc = fiber_init(NULL);
+		rc = rc == EBUSY ? 0 : rc;
+		if (rc == EINVAL)
+			fb_store_relaxed(&implicit_rc, rc);
+	}
+	pthread_mutex_unlock(&implicit_mutex);
+	return rc;
 }
 
 /* all_quiet - every worker asleep (futex or epoll) with nothing queued or

@@ -368,7 +368,10 @@ void fb_sched_features_changed(uint64_t old, uint64_t mask);
 const struct fb_counters *fb_sched_counters(int worker);
 
 /* fb_runtime_get - start the runtime with the environment's configuration
- * if it is not running.  Return: 0 or the errno of fiber_init. */
+ * if it is not running.  A bad configuration is reported once: after an
+ * EINVAL, later calls return EINVAL without trying (or printing) again
+ * until fiber_init() is called.  Context: any thread; may block on the
+ * start.  Return: 0 or the errno of fiber_init. */
 int fb_runtime_get(void);
 
 /* ---- timers and the poller (sched-timer.c, sched-poll.c; issue #7) ---- */

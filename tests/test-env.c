@@ -3,8 +3,9 @@
  * test-env.c - every LIBFIBER_* variable: good values start the runtime,
  * each bad value makes fiber_init() return EINVAL with a message naming the
  * variable and the value, and nothing starts.  The same for the fields of
- * struct fiber_config, whose messages name the field; a refused topology's
- * replay (topo.c) leaves the process's stderr to its other threads.
+ * struct fiber_config, whose messages name the field; a bad environment
+ * under an implicit start is reported once; a refused topology's replay
+ * (topo.c) leaves the process's stderr to its other threads.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -418,6 +419,56 @@ static void test_env_config_errors_name_the_field(void **state)
 	expect_config_refused(&c, "fiber_config.idle_poll_us=-2: out of range");
 }
 
+static void *noop_fiber(void *arg)
+{
+	return arg;
+}
+
+/* fiber_create starting the runtime itself with a bad environment: one
+ * message, then the same errno quietly, until fiber_init is called. */
+static void test_env_implicit_start_reports_once(void **state)
+{
+	struct capture cap;
+	char msg[8192];
+	fiber_t f;
+
+	(void)state;
+	clear_env();
+	setenv("LIBFIBER_WORKERS", "bogus", 1);
+	capture_begin(&cap);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(fiber_create(&f, NULL, noop_fiber, NULL),
+				 EINVAL);
+	capture_end(&cap, msg, sizeof(msg));
+	assert_int_equal(count(msg, "LIBFIBER_WORKERS=\"bogus\""), 1);
+
+	/* fiber_init reads the environment again, and so does the next
+	 * implicit start; both report. */
+	capture_begin(&cap);
+	assert_int_equal(fiber_init(NULL), EINVAL);
+	assert_int_equal(fiber_create(&f, NULL, noop_fiber, NULL), EINVAL);
+	assert_int_equal(fiber_create(&f, NULL, noop_fiber, NULL), EINVAL);
+	capture_end(&cap, msg, sizeof(msg));
+	assert_int_equal(count(msg, "LIBFIBER_WORKERS=\"bogus\""), 2);
+
+	/* A fixed environment is not read before fiber_init is called. */
+	setenv("LIBFIBER_WORKERS", "2", 1);
+	capture_begin(&cap);
+	assert_int_equal(fiber_create(&f, NULL, noop_fiber, NULL), EINVAL);
+	capture_end(&cap, msg, sizeof(msg));
+	assert_string_equal(msg, "");
+	assert_int_equal(fiber_nr_workers(), 0);
+	assert_int_equal(fiber_init(NULL), 0);
+	assert_int_equal(fiber_create(&f, NULL, noop_fiber, NULL), 0);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(fiber_shutdown(), 0);
+	/* ...and after a clean start and stop, implicit starts work. */
+	assert_int_equal(fiber_create(&f, NULL, noop_fiber, NULL), 0);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(fiber_shutdown(), 0);
+	clear_env();
+}
+
 /* ---- a refused topology's replay and the other threads' stderr ---------- */
 
 #define TOKEN "@@w" /* a writer line: TOKEN, 6 digits, newline */
@@ -547,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_env_too_many_pus_needs_a_worker_count),
 		cmocka_unit_test(test_env_config_minus_one_means_environment),
 		cmocka_unit_test(test_env_config_errors_name_the_field),
+		cmocka_unit_test(test_env_implicit_start_reports_once),
 		cmocka_unit_test(
 			test_env_refused_topology_keeps_other_threads_stderr),
 	};
