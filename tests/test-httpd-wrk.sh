@@ -14,17 +14,22 @@ if [ ! -x "$httpd" ]; then
 	echo "SKIP: $httpd not built (-Dexamples=false)"
 	exit 77
 fi
-port=$((20000 + $$ % 20000))
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-"$httpd" --port "$port" --workers 2 &
+log=$(mktemp)
+trap 'rm -f "$out" "$log"' EXIT
+# A port the kernel picks (--port 0): a fixed or computed one may be taken,
+# by anything, since it can fall in the ephemeral range.  httpd prints the
+# port once it listens.
+"$httpd" --port 0 --workers 2 >"$log" &
 pid=$!
-# Wait (bounded) until the server accepts connections.
 i=0
-while ! wrk -c 1 -t 1 -d 1s "http://127.0.0.1:$port/" >/dev/null 2>&1; do
+while :; do
+	port=$(sed -n 's/^.*listening on [0-9.]*:\([1-9][0-9]*\)$/\1/p' "$log")
+	[ -n "$port" ] && break
 	i=$((i + 1))
-	if [ $i -gt 50 ] || ! kill -0 $pid 2>/dev/null; then
-		echo "FAIL: httpd did not come up on port $port"
+	if [ $i -gt 600 ] || ! kill -0 $pid 2>/dev/null; then
+		echo "FAIL: httpd did not say where it listens"
+		cat "$log"
 		kill $pid 2>/dev/null
 		exit 1
 	fi
