@@ -2,12 +2,16 @@
 /*
  * httpd - a tiny HTTP/1.1 server: one fiber per connection, keep-alive,
  * pipelined requests, requests that arrive in pieces; every request gets
- * the same fixed body with a correct Content-Length.
+ * the same fixed body with a correct Content-Length.  A request that does
+ * not fit in the 8 KiB buffer is answered 431 (headers) or 413 (body) and
+ * the connection closed.
  *
  *   httpd [--port N] [--workers N] [--addr A.B.C.D]
  *
- * Listens on 127.0.0.1:8080 unless told otherwise; SIGINT or SIGTERM stops
- * it cleanly.  The skeleton (acceptor, EMFILE back-off, stop) is server.h.
+ * Listens on 127.0.0.1:8080 unless told otherwise (--port 0: a port the
+ * kernel picks, printed in the "listening on" line); SIGINT or SIGTERM
+ * stops it cleanly.  The skeleton (acceptor, EMFILE back-off, stop) is
+ * server.h.
  */
 #include "server.h"
 
@@ -44,38 +48,78 @@ static bool respond(int fd, char *h)
 	return fiber_write(fd, out, (size_t)n) == n && keep;
 }
 
+/* Refuse a request that cannot fit in the buffer, then close. */
+static void refuse(int fd, const char *status)
+{
+	char out[128];
+	int n = snprintf(out, sizeof(out),
+			 "HTTP/1.1 %s\r\nContent-Length: 0\r\n"
+			 "Connection: close\r\n\r\n",
+			 status);
+
+	fiber_write(fd, out, (size_t)n);
+}
+
+/*
+ * The length of the request at @p (@n bytes there, @room the most the
+ * buffer holds): headers and body.  A complete request's header block is
+ * NUL-terminated in place (over the CR of its blank line) for respond().
+ * Return: the length; 0 if it is not all there yet; -1 if its headers or
+ * -2 if its body cannot fit.
+ */
+static long request(char *p, size_t n, size_t room)
+{
+	char *end = memmem(p, n, "\r\n\r\n", 4), save;
+	unsigned long body;
+	const char *cl;
+	size_t len;
+
+	if (!end)
+		return n >= room ? -1 : 0;
+	len = (size_t)(end + 4 - p);
+	save = end[2];
+	end[2] = '\0'; /* header block, ends with one CRLF */
+	cl = header(p, "Content-Length");
+	body = cl ? strtoul(cl, NULL, 10) : 0;
+	if (body <= room - len && len + body <= n)
+		return (long)(len + body); /* bodies are ignored */
+	end[2] = save;
+	return body > room - len ? -2 : 0;
+}
+
+/* Answer each complete request as it arrives; keep only the incomplete
+ * tail, at the front of the buffer. */
 static void *serve(void *arg)
 {
 	int fd = (int)(long)arg;
-	char buf[8192], *end;
-	size_t have = 0, len, body;
-	ssize_t n;
-	const char *cl;
+	char buf[8192];
+	size_t have = 0, used;
 	bool keep = true;
+	long len = 0;
+	ssize_t n;
 
 	while (keep) {
-		buf[have] = '\0';
-		end = strstr(buf, "\r\n\r\n");
-		if (!end) { /* a request in pieces: read more */
-			n = fiber_read(fd, buf + have, sizeof(buf) - 1 - have);
-			if (n <= 0 || (have += (size_t)n) == sizeof(buf) - 1)
-				break; /* EOF, reset, or headers too long */
-			continue;
+		for (used = 0; keep; used += (size_t)len) {
+			len = request(buf + used, have - used, sizeof(buf));
+			if (len <= 0)
+				break;
+			keep = respond(fd, buf + used);
 		}
-		end[2] = '\0'; /* header block, ends with one CRLF */
-		cl = header(buf, "Content-Length");
-		body = cl ? strtoul(cl, NULL, 10) : 0;
-		len = (size_t)(end + 4 - buf);
-		if (body > sizeof(buf) - 1 - len)
-			break; /* bodies are ignored; a large one is refused */
-		while (have < len + body && keep) {
-			n = fiber_read(fd, buf + have, sizeof(buf) - 1 - have);
-			keep = n > 0;
-			have += n > 0 ? (size_t)n : 0;
+		if (len < 0) {
+			refuse(fd,
+			       len == -1 ?
+				       "431 Request Header Fields Too Large" :
+				       "413 Content Too Large");
+			break;
 		}
-		keep = keep && respond(fd, buf);
-		have -= len + body; /* pipelined requests move to the front */
-		memmove(buf, buf + len + body, have);
+		have -= used;
+		memmove(buf, buf + used, have);
+		if (!keep)
+			break;
+		n = fiber_read(fd, buf + have, sizeof(buf) - have);
+		if (n <= 0)
+			break; /* EOF (a half-close too) or reset */
+		have += (size_t)n;
 	}
 	conn_close(fd);
 	return NULL;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * server.h - the skeleton echo-server.c and httpd.c share: the options
- * (--port N, default 8080; --workers N; --addr A.B.C.D, default 127.0.0.1),
+ * (--port N, default 8080, 0 for one the kernel picks, printed in the
+ * "listening on" line; --workers N; --addr A.B.C.D, default 127.0.0.1),
  * the listening socket, an acceptor fiber that starts one detached fiber per
  * connection and backs off when out of descriptors (EMFILE: the listening
  * socket stays readable, so retrying at once would spin a worker), and a
@@ -67,6 +68,7 @@ static int server_main(int argc, char **argv, const char *name,
 {
 	struct fiber_config cfg = { 0 };
 	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t salen = sizeof(sa);
 	const char *addr = "127.0.0.1";
 	int port = 8080, sig, one = 1, lfd;
 	sigset_t set;
@@ -91,13 +93,14 @@ static int server_main(int argc, char **argv, const char *name,
 	if (lfd < 0 || inet_pton(AF_INET, addr, &sa.sin_addr) != 1 ||
 	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &salen) ||
 	    listen(lfd, 1024) || fiber_init(&cfg) ||
 	    fiber_create(&acc, NULL, acceptor, (void *)(long)lfd)) {
 		fprintf(stderr, "%s: cannot start: %s\n", name,
 			strerror(errno));
 		return 1;
 	}
-	printf("%s: listening on %s:%d\n", name, addr, port);
+	printf("%s: listening on %s:%d\n", name, addr, ntohs(sa.sin_port));
 	fflush(stdout);
 	sigwait(&set, &sig);
 

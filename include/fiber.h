@@ -55,39 +55,67 @@ typedef struct fb_chan fiber_chan_t;
 typedef struct fb_pipe fiber_pipe_t;
 
 /*
- * Runtime configuration.  Every field left at 0 (or NULL) means "take the
- * environment variable, else the default"; see README.md for the table of
- * LIBFIBER_* variables.  A value set here overrides the environment.
+ * Runtime configuration for fiber_init().  Zero-initialise it: a field left
+ * at 0 (or NULL) means "take the environment variable named below, else its
+ * default" (README.md has the table of LIBFIBER_* variables).  A field that
+ * is set overrides its variable; a bad value makes fiber_init() fail with
+ * EINVAL and a message naming the field (fiber_config.NAME).
  */
 struct fiber_config {
-	unsigned int workers; /* LIBFIBER_WORKERS */
-	const char
-		*topology; /* LIBFIBER_TOPOLOGY: synthetic string or XML path */
-	int bind;	   /* LIBFIBER_BIND: 1 pin, 0 do not, -1 (or 0 field
-				      left unset with bind_set = 0) environment */
-	int bind_set;	   /* non-zero: @bind is meaningful */
-	size_t stack_size; /* LIBFIBER_STACK_SIZE, bytes */
-	const char *sched_features; /* LIBFIBER_SCHED_FEATURES syntax */
-	long idle_poll_us; /* LIBFIBER_IDLE_POLL_US; -1 = environment */
-	int idle_poll_set; /* non-zero: @idle_poll_us is meaningful */
-	const char *stats; /* LIBFIBER_STATS: "0", "1", "json" */
+	/* Number of workers, 1 to 1024; 0: LIBFIBER_WORKERS (default: one
+	 * per PU, which must then be at most 1024). */
+	unsigned int workers;
+	/* hwloc synthetic description or path of an hwloc XML file; NULL:
+	 * LIBFIBER_TOPOLOGY (default: the machine). */
+	const char *topology;
+	/* Read only when bind_set is non-zero: 1 pin each worker to a PU, 0 do
+	 * not pin, -1 LIBFIBER_BIND.  Any other value is refused (EINVAL). */
+	int bind;
+	/* 0: bind is ignored and LIBFIBER_BIND applies. */
+	int bind_set;
+	/* Default fiber stack in bytes, FIBER_STACK_MIN to 1 GiB; 0:
+	 * LIBFIBER_STACK_SIZE. */
+	size_t stack_size;
+	/* Scheduler features in LIBFIBER_SCHED_FEATURES syntax, applied to
+	 * the defaults; NULL: LIBFIBER_SCHED_FEATURES. */
+	const char *sched_features;
+	/* Read only when idle_poll_set is non-zero: how long an idle worker
+	 * polls before it sleeps, 0 to 1000000 us; -1: LIBFIBER_IDLE_POLL_US.
+	 * Any other value is refused (EINVAL). */
+	long idle_poll_us;
+	/* 0: idle_poll_us is ignored and LIBFIBER_IDLE_POLL_US applies. */
+	int idle_poll_set;
+	/* "0", "1" or "json"; NULL: LIBFIBER_STATS. */
+	const char *stats;
 	unsigned int reserved[8];
 };
 
 /*
- * fiber_init - start the runtime.  Optional: the first call that needs the
- * runtime starts it with the environment's configuration.
- * Return: 0; EINVAL for a bad configuration (a message naming the variable,
- * the value and what is accepted goes to stderr and nothing starts); EBUSY if
- * the runtime is already running; ENOMEM/EAGAIN when memory or threads are
- * short.
+ * fiber_init - start the runtime with @config (NULL: the environment only).
+ * Optional: the first call that needs the runtime (fiber_create) starts it
+ * with the environment's configuration; if that configuration is bad, its
+ * message is printed once and every later such call returns EINVAL without
+ * printing, until fiber_init() is called (which reads the environment
+ * again).
+ * Return: 0; EINVAL for a bad configuration (a message naming the variable
+ * or field, the value and what is accepted goes to stderr and nothing
+ * starts); EBUSY if the runtime is already running; ENOMEM/EAGAIN when
+ * memory or threads are short.
  */
 FIBER_API int fiber_init(const struct fiber_config *config);
 
 /*
  * fiber_shutdown - stop every worker and free the runtime.  Waits for the
- * fibers still runnable to finish.  Must be called from a thread that is not a
- * worker.  Return: 0; EPERM from a fiber; ESRCH if the runtime is not running.
+ * fibers still runnable to finish; fibers that are blocked, sleeping or in
+ * a timed wait count as blocked, so it returns within about 50 ms after
+ * the last runnable fiber finished.  Then creates fail with ESHUTDOWN,
+ * and fibers still blocked are abandoned: each is named on stderr (id,
+ * name, what it waits on), never runs again (a later post, unlock or close
+ * of what it waits on is harmless), keeps its stack, and a join of it
+ * gives ESHUTDOWN (also to a thread already waiting in fiber_join).
+ * Context: a thread that is not a worker.
+ * Return: 0; EBUSY when fibers were abandoned (the runtime is stopped all
+ * the same); EPERM from a fiber; ESRCH if the runtime is not running.
  */
 FIBER_API int fiber_shutdown(void);
 
@@ -121,10 +149,13 @@ FIBER_API int fiber_attr_setaffinity(fiber_attr_t *attr, size_t setsize,
 
 /*
  * fiber_create - start a fiber running @fn(@arg).  @attr may be NULL.
+ * Starts the runtime first if fiber_init() was not called (see there).
  * Context: any thread.
- * Return: 0; EINVAL for a NULL fn/out pointer or bad attributes; EAGAIN or
- * ENOMEM when memory is short (nothing is leaked); EAGAIN when 2^24
- * fibers (running, or exited and not yet joined) exist.
+ * Return: 0; EINVAL for a NULL fn/out pointer, bad attributes, or a bad
+ * environment for that implicit start; EAGAIN or ENOMEM when memory is
+ * short (nothing is leaked); EAGAIN when 2^24 fibers (running, or exited
+ * and not yet joined) exist; ESHUTDOWN once fiber_shutdown() has begun to
+ * stop the runtime (the fiber is not created).
  */
 FIBER_API int fiber_create(fiber_t *fiber, const fiber_attr_t *attr,
 			   void *(*fn)(void *), void *arg);
@@ -133,7 +164,8 @@ FIBER_API int fiber_create(fiber_t *fiber, const fiber_attr_t *attr,
  * handle is stale afterwards.
  * Return: 0; EINVAL if it is detached or already being joined; EDEADLK when
  * joining yourself; ESRCH for NULL or a stale handle (already joined, or a
- * detached fiber that has exited).
+ * detached fiber that has exited); ESHUTDOWN if fiber_shutdown() abandoned
+ * it (it will never finish).
  */
 FIBER_API int fiber_join(fiber_t fiber, void **retval);
 /* Let @fiber's resources go when it exits; its handle is stale from then.

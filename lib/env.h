@@ -28,9 +28,12 @@
 enum fb_stats_mode { FB_STATS_OFF, FB_STATS_TABLE, FB_STATS_JSON };
 
 struct fb_env {
-	int workers;	/* 0: one per PU */
-	char *topology; /* NULL: the machine */
-	int bind;	/* -1: default (1 on a real topology) */
+	int workers;		   /* 0: one per PU */
+	char *topology;		   /* NULL: the machine */
+	const char *topology_name; /* where @topology came from, for messages:
+				      "LIBFIBER_TOPOLOGY" or
+				      "fiber_config.topology" */
+	int bind;		   /* -1: default (1 on a real topology) */
 	size_t stack_size;
 	uint64_t features;
 	long idle_poll_us;
@@ -39,16 +42,36 @@ struct fb_env {
 	enum fb_clock_kind clock;
 };
 
+struct fb_topo;
+
 /*
- * fb_env_load - fill @env from @config and the environment.
- * Return: 0; EINVAL with the message (variable, value, accepted values)
- * printed to stderr; ENOMEM.
+ * fb_env_load - fill @env from @config and the environment.  A field of
+ * @config that is set wins over its variable, and an error names the field
+ * (fiber_config.NAME) rather than the variable.
+ * Context: any thread; starts nothing.
+ * Return: 0; EINVAL with the message (variable or field, value, accepted
+ * values) printed to stderr; ENOMEM.
  */
 int fb_env_load(struct fb_env *env, const struct fiber_config *config);
+
+/*
+ * fb_env_topo_open - load the topology @env names (fb_topo_open_named) and
+ * check that it can be run: without a worker count (LIBFIBER_WORKERS or
+ * fiber_config.workers), one worker per PU must fit in FB_MAX_WORKERS.
+ * Context: any thread, before the runtime starts; starts no thread.
+ * Return: 0 and *@tp; EINVAL with the message printed to stderr (nothing
+ * is left open); ENOMEM.
+ */
+int fb_env_topo_open(const struct fb_env *env, struct fb_topo **tp);
+
+/* fb_env_free - free what fb_env_load() allocated in @env. */
 void fb_env_free(struct fb_env *env);
 
 /* Parsers, exposed for the tests and the fuzzers.  Each returns 0 or EINVAL
- * and writes a message naming @var, @value and what is accepted to @err. */
+ * and writes a message naming @var, @value, what is wrong and what is
+ * accepted to @err, leaving *@out untouched.  Integers are decimal digits
+ * only (no blank, no '+'; a '-' only when @min is negative); sizes are
+ * digits with an optional K, M or G suffix (powers of 1024, either case). */
 int fb_parse_long(const char *var, const char *value, long min, long max,
 		  long *out, char *err, size_t errlen);
 int fb_parse_size(const char *var, const char *value, size_t min, size_t max,

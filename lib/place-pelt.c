@@ -198,7 +198,8 @@ bool fb_pelt_update_slow(struct fb_pelt *p, uint64_t delta, unsigned long load,
 	uint32_t rem = (uint32_t)(d % FB_PELT_PERIOD);
 	uint64_t contrib = 0;
 
-	p->last_update += delta << FB_PELT_UNIT_SHIFT;
+	fb_write_once(&p->last_update,
+		      p->last_update + (delta << FB_PELT_UNIT_SHIFT));
 	p->load_sum = fb_pelt_decay(p->load_sum, periods);
 	p->runnable_sum = fb_pelt_decay(p->runnable_sum, periods);
 	p->util_sum = fb_pelt_decay(p->util_sum, periods);

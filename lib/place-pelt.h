@@ -62,7 +62,8 @@
  */
 struct fb_pelt {
 	uint64_t last_update;	 /* ns; advances in whole units of 1024 ns,
-				   the remainder waits for the next update */
+				   the remainder waits for the next update;
+				   stored relaxed, read by fb_pelt_last_update */
 	uint32_t period_contrib; /* units already in the current period,
 				   0..1023 */
 	uint64_t load_sum;
@@ -125,7 +126,7 @@ static inline bool fb_pelt_accumulate(struct fb_pelt *p, uint64_t now_ns,
 	uint64_t d;
 
 	if (fb_unlikely((int64_t)delta < 0)) {
-		p->last_update = now_ns;
+		fb_write_once(&p->last_update, now_ns);
 		return false;
 	}
 	delta >>= FB_PELT_UNIT_SHIFT;
@@ -135,7 +136,8 @@ static inline bool fb_pelt_accumulate(struct fb_pelt *p, uint64_t now_ns,
 	if (fb_unlikely(d >= FB_PELT_PERIOD))
 		return fb_pelt_update_slow(p, delta, load, runnable, running,
 					   avg_weight);
-	p->last_update += delta << FB_PELT_UNIT_SHIFT;
+	fb_write_once(&p->last_update,
+		      p->last_update + (delta << FB_PELT_UNIT_SHIFT));
 	p->period_contrib = (uint32_t)d;
 	if (runnable) {
 		p->load_sum += (uint64_t)load * delta;
@@ -247,6 +249,13 @@ bool fb_pelt_fold_removed(struct fb_pelt *w, struct fb_pelt_removed *r);
  * fb_pelt_load, fb_pelt_runnable - a worker's load_avg and runnable_avg for
  * placement: relaxed loads, for readers without the worker's rq lock.
  */
+/* fb_pelt_last_update - the time @p's sums are at, read without its
+ * writer's exclusion (a worker's, by the worker a fiber moves to). */
+static inline uint64_t fb_pelt_last_update(const struct fb_pelt *p)
+{
+	return fb_read_once(&p->last_update);
+}
+
 static inline unsigned long fb_pelt_load(const struct fb_pelt *w)
 {
 	return fb_read_once(&w->load_avg);

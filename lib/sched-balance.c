@@ -57,9 +57,10 @@
  *
  * Migrations.  A fiber's share sits in the sums of one worker
  * (pf.attached).  When it first runs somewhere else, fb_sched_pelt_attach
- * brings its averages to now, queues them for removal from the old
- * worker (pw.removed, folded by that worker's writer at its next update:
- * the kernel's cfs_rq->removed, lock-free) and adds them to the new one.
+ * queues its averages, brought to the old worker's last update, for
+ * removal from that worker (pw.removed, folded by that worker's writer at
+ * its next update: the kernel's cfs_rq->removed, lock-free), then brings
+ * them to now and adds them to the new one.
  * This covers every way of moving: wakeups placed elsewhere, pushes,
  * active balance, creation (attached == -1).  A balancing pull removes
  * the pulled fibers from the source at once, since the balancer's next
@@ -121,19 +122,39 @@ static void sample(struct fb_worker *w, uint64_t now, bool busy)
 	w->pw.runnable_weight = (unsigned long)FB_MAX(nr, 0) * FB_PELT_CAPACITY;
 }
 
+/*
+ * remove_share - queue @f's share for removal from worker @old's sums as
+ * those sums hold it: @f's averages brought to @old's last update (the
+ * kernel's sync_entity_load_avg()), not to the mover's clock.  @old folds
+ * the removal before its next update, i.e. at that same time; removed as
+ * of later, the share would have decayed more than @old's copy of it and
+ * the difference would stay behind.  Context: @f owned by the caller,
+ * before its averages move past @old's.
+ */
+static void remove_share(struct fb_worker *self, struct fb_fiber *f, int old)
+{
+	struct fb_pworker *o = &fb_rt->workers[old]->pw;
+	struct fb_pelt share = f->pf.avg;
+	uint64_t t = fb_pelt_last_update(&o->avg);
+
+	if (t > share.last_update)
+		fb_pelt_update(&share, t, f->pf.weight, f->pf.avg_queued,
+			       false);
+	fb_pelt_remove(&o->removed, &share);
+	FB_COUNT(self, pelt_migrations);
+}
+
 void fb_sched_pelt_attach(struct fb_worker *w, struct fb_fiber *f, uint64_t now)
 {
 	struct fb_pelt *a = &f->pf.avg;
 	int old = f->pf.attached;
 
+	if (old >= 0 && old < fb_rt->nr_workers)
+		remove_share(w, f, old);
 	if (!a->last_update) /* new: its history starts now */
 		fb_pelt_reset(a, now);
 	else
 		fb_pelt_update(a, now, f->pf.weight, f->pf.avg_queued, false);
-	if (old >= 0 && old < fb_rt->nr_workers) {
-		fb_pelt_remove(&fb_rt->workers[old]->pw.removed, a);
-		FB_COUNT(w, pelt_migrations);
-	}
 	fb_pelt_attach(&w->pw.avg, a, f->pf.weight);
 	f->pf.attached = w->id;
 }
@@ -239,15 +260,12 @@ static int detach(struct bctx *c, struct fb_lb_env *env, struct fb_fiber **out)
 		nr_running_add(src, c->self, -1);
 		/* Ours now: out of @src's sums (folded by its writer, see the
 		 * file comment), into @dst's when it first runs there. */
+		old = f->pf.attached;
+		if (old >= 0 && old < fb_rt->nr_workers)
+			remove_share(c->self, f, old);
 		fb_pelt_update(&f->pf.avg, c->now, f->pf.weight,
 			       f->pf.avg_queued, false);
 		f->pf.avg_queued = true;
-		old = f->pf.attached;
-		if (old >= 0 && old < fb_rt->nr_workers) {
-			fb_pelt_remove(&fb_rt->workers[old]->pw.removed,
-				       &f->pf.avg);
-			FB_COUNT(c->self, pelt_migrations);
-		}
 		f->pf.attached = -1;
 		out[moved++] = f;
 	}

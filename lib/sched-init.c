@@ -18,6 +18,11 @@ static pthread_mutex_t rt_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct fb_spinlock graveyard_lock;
 static struct fb_list graveyard = FB_LIST_INIT(graveyard); /* live_node */
 
+/* EINVAL once an implicit start refused the configuration, else 0.
+ * Written under implicit_mutex, cleared by fiber_init (atomic). */
+static pthread_mutex_t implicit_mutex = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int implicit_rc;
+
 /* ---- start and stop ------------------------------------------------------ */
 
 static struct fb_worker *worker_new(int id, int node)
@@ -61,7 +66,6 @@ static int runtime_new(const struct fiber_config *config,
 		       struct fb_runtime **out)
 {
 	struct fb_runtime *r = fb_calloc(1, sizeof(*r));
-	char err[1024];
 	int rc;
 
 	if (!r)
@@ -76,12 +80,9 @@ static int runtime_new(const struct fiber_config *config,
 		rc = EINVAL;
 		goto fail;
 	}
-	rc = fb_topo_open(&r->topo, r->env.topology, err, sizeof(err));
-	if (rc) {
-		if (rc == EINVAL)
-			fprintf(stderr, "libfiber: %s\n", err);
+	rc = fb_env_topo_open(&r->env, &r->topo);
+	if (rc)
 		goto fail;
-	}
 	if (r->env.bind < 0)
 		r->env.bind = 1; /* synthetic: round-robin on the real PUs */
 	r->nr_workers = r->env.workers ? r->env.workers :
@@ -163,6 +164,8 @@ static void atfork_child(void)
 	fb_fiber_atfork(FB_ATFORK_CHILD);
 	fb_stack_atfork(FB_ATFORK_CHILD);
 	pthread_mutex_init(&rt_mutex, NULL);
+	pthread_mutex_init(&implicit_mutex, NULL);
+	fb_store_relaxed(&implicit_rc, 0);
 	fb_store_relaxed(&graveyard_lock.locked, 0);
 	if (fb_rt) {
 		fb_rt->forked_prev = forked_away;
@@ -196,6 +199,7 @@ int fiber_init(const struct fiber_config *config)
 	struct fb_runtime *r;
 	int rc, i;
 
+	fb_store_relaxed(&implicit_rc, 0); /* see fb_runtime_get() */
 	pthread_mutex_lock(&rt_mutex);
 	rc = EBUSY;
 	if (fb_load_acquire(&fb_rt_up))
@@ -229,14 +233,29 @@ out:
 	return rc;
 }
 
+/*
+ * An implicit start (fiber_create before fiber_init) that found a bad
+ * configuration has printed its message; later implicit starts return
+ * EINVAL quietly instead of reading the environment and printing again,
+ * until the program calls fiber_init() itself.  Other errors (ENOMEM,
+ * EAGAIN) may pass: the next call tries again.
+ */
 int fb_runtime_get(void)
 {
 	int rc;
 
 	if (fb_likely(fb_load_acquire(&fb_rt_up)))
 		return 0;
-	rc = fiber_init(NULL);
-	return rc == EBUSY ? 0 : rc;
+	pthread_mutex_lock(&implicit_mutex);
+	rc = fb_load_relaxed(&implicit_rc);
+	if (!rc) {
+		rc = fiber_init(NULL);
+		rc = rc == EBUSY ? 0 : rc;
+		if (rc == EINVAL)
+			fb_store_relaxed(&implicit_rc, rc);
+	}
+	pthread_mutex_unlock(&implicit_mutex);
+	return rc;
 }
 
 /* all_quiet - every worker asleep (futex or epoll) with nothing queued or

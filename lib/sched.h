@@ -625,7 +625,10 @@ int fb_stats_print_now(int fd, int json);
 const struct fb_counters *fb_sched_counters(int worker);
 
 /* fb_runtime_get - start the runtime with the environment's configuration
- * if it is not running.  Return: 0 or the errno of fiber_init. */
+ * if it is not running.  A bad configuration is reported once: after an
+ * EINVAL, later calls return EINVAL without trying (or printing) again
+ * until fiber_init() is called.  Context: any thread; may block on the
+ * start.  Return: 0 or the errno of fiber_init. */
 int fb_runtime_get(void);
 
 /* ---- timers and the poller (sched-timer.c, sched-poll.c; issue #7) ---- */

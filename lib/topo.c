@@ -20,19 +20,34 @@
  * remote node is at 20 and the local one at 10, the kernel's defaults.  Node
  * numbers handed out are OS indexes, the numbers libnuma uses.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <hwloc.h>
+#include <link.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #if FB_HAVE_NUMA
 #include <numa.h>
 #endif
 
 #include "common.h"
+#include "fiber.h"
+#include "sanitizer.h"
 #include "topo.h"
+
+#if defined(FB_ASAN) || defined(FB_TSAN)
+#define FB_SANITIZED 1
+#else
+#define FB_SANITIZED 0
+#endif
 
 #define LOCAL_DISTANCE 10 /* kernel LOCAL_DISTANCE / REMOTE_DISTANCE */
 #define REMOTE_DISTANCE 20
@@ -90,6 +105,28 @@ static bool spec_is_xml(const char *spec)
 	       stat(spec, &st) == 0;
 }
 
+/*
+ * Why hwloc refused a spec.  hwloc explains itself only on stderr, only
+ * when HWLOC_XML_VERBOSE or HWLOC_SYNTHETIC_VERBOSE is set, and it reads
+ * the XML one once per process and keeps the answer.  So the refused spec
+ * is loaded again in a fresh process that cannot disturb this one: this
+ * program again (/proc/self/exe), with LIBFIBER_INTERNAL_HWLOC_CHECK, the
+ * two verbose variables and (when this code is in a shared object) an
+ * LD_PRELOAD of that object in the child's environment only, stdin and
+ * stdout on /dev/null and stderr on a pipe read here (bounded in size and
+ * time).  check_child(), a constructor, sees the variable, says hello (so
+ * that what follows is known to be hwloc's), loads the spec and _exit()s
+ * before the program's main.  This process keeps its environment, its file
+ * descriptors and its other threads' stderr.  Where no child can be
+ * started safely, or it does not say hello, the message says only that
+ * hwloc refused the spec.
+ */
+#define CHECK_VAR "LIBFIBER_INTERNAL_HWLOC_CHECK"
+#define CHECK_HELLO CHECK_VAR "\n"
+/* Picked: far above the milliseconds a refused spec takes to load again,
+ * even under a sanitizer on a loaded machine. */
+#define CHECK_TIMEOUT_NS (5 * 1000000000ull)
+
 static int set_source(hwloc_topology_t t, const char *spec, bool xml)
 {
 	if (xml)
@@ -97,54 +134,292 @@ static int set_source(hwloc_topology_t t, const char *spec, bool xml)
 	return hwloc_topology_set_synthetic(t, spec);
 }
 
+/* In the child only: CHECK_VAR is "x:<xml path>" or "s:<description>". */
+__attribute__((constructor)) static void check_child(void)
+{
+	const char *v = getenv(CHECK_VAR);
+	hwloc_topology_t t;
+
+	if (!v || (v[0] != 'x' && v[0] != 's') || v[1] != ':')
+		return;
+	if (write(2, CHECK_HELLO, strlen(CHECK_HELLO)) < 0)
+		_exit(1);
+	if (hwloc_topology_init(&t) == 0 &&
+	    set_source(t, v + 2, v[0] == 'x') == 0)
+		hwloc_topology_load(t);
+	_exit(0);
+}
+
 /*
- * Replay a refused @spec with hwloc's verbose variable set and stderr sent
- * to a memory file, to quote hwloc's own reason in the message.  This runs
- * only on the error path of fb_topo_open, before any worker exists; it
- * briefly changes the environment and file descriptor 2 of the process.
+ * The LD_PRELOAD value the child needs for check_child() to run in it:
+ * "" when this code is part of the main program, else the path of the
+ * shared object holding it.  False when no child can be trusted to stop
+ * before main, or should not be started: a secure-execution (setuid)
+ * program; a path LD_PRELOAD cannot carry; a sanitizer runtime, which
+ * refuses to be preceded by a preloaded object, so that there only a
+ * library loaded with the program qualifies.
+ */
+static bool child_preload(const char **path)
+{
+	struct link_map *lm = NULL;
+	Dl_info info;
+
+	if (getauxval(AT_SECURE) ||
+	    !dladdr1((void *)check_child, &info, (void **)&lm,
+		     RTLD_DL_LINKMAP) ||
+	    !lm)
+		return false;
+	*path = "";
+	if (!lm->l_prev) /* the head of the link map: the program itself */
+		return true;
+	if (!lm->l_name || !*lm->l_name || strpbrk(lm->l_name, " :"))
+		return false;
+#if FB_SANITIZED
+	return dlsym(RTLD_DEFAULT, "fiber_init") == (void *)fiber_init;
+#else
+	*path = lm->l_name;
+	return true;
+#endif
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* The child's environment: ours, with the check variables set (a fresh
+ * array of pointers into @own, ours and literals); NULL on ENOMEM. */
+static char **child_env(char *own[2])
+{
+	static char xml_verbose[] = "HWLOC_XML_VERBOSE=1";
+	static char synthetic_verbose[] = "HWLOC_SYNTHETIC_VERBOSE=1";
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ && environ[n])
+		n++;
+	env = fb_calloc(n + 5, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!has_prefix(environ[i], "HWLOC_XML_VERBOSE=") &&
+		    !has_prefix(environ[i], "HWLOC_SYNTHETIC_VERBOSE=") &&
+		    !has_prefix(environ[i], CHECK_VAR "=") &&
+		    !(own[1] && has_prefix(environ[i], "LD_PRELOAD=")))
+			env[k++] = environ[i];
+	env[k++] = xml_verbose;
+	env[k++] = synthetic_verbose;
+	env[k++] = own[0];
+	if (own[1])
+		env[k++] = own[1];
+	return env;
+}
+
+/* "@name=@a", then ":@b" if @b is set; NULL on ENOMEM. */
+static char *env_entry(const char *name, const char *a, const char *b)
+{
+	size_t n = strlen(name) + strlen(a) + (b ? strlen(b) + 1 : 0) + 2;
+	char *s = fb_malloc(n);
+
+	if (s)
+		snprintf(s, n, "%s=%s%s%s", name, a, b ? ":" : "", b ? b : "");
+	return s;
+}
+
+/* A descriptor of the pipe above 2, so that the child's 0, 1 and 2 can be
+ * set up without closing it. */
+static int above_stdio(int fd)
+{
+	int hi;
+
+	if (fd > 2)
+		return fd;
+	hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	close(fd);
+	return hi;
+}
+
+/*
+ * The program to start: the file /proc/self/exe names, when it still is
+ * the file that opening /proc/self/exe gives (valgrind runs a program as
+ * its own: it opens the program for /proc/self/exe and reports its path,
+ * but the link itself, and so an exec of it, is its tool's), else
+ * /proc/self/exe itself.
+ */
+static const char *self_exe(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	struct stat a, b;
+	int fd, rc;
+
+	if (n <= 0 || (size_t)n >= len - 1)
+		return "/proc/self/exe";
+	buf[n] = '\0';
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return "/proc/self/exe";
+	rc = fstat(fd, &b);
+	close(fd);
+	if (rc || stat(buf, &a) || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return "/proc/self/exe";
+	return buf;
+}
+
+/* Start the child with @env; its stderr is *@out.  Return: 0 or an errno. */
+static int spawn_check(char **env, pid_t *pid, int *out)
+{
+	static char name[] = "libfiber-hwloc-check";
+	char *argv[] = { name, NULL }, exe[4096];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, dfl;
+	int p[2], rc;
+
+	if (pipe2(p, O_CLOEXEC))
+		return errno;
+	p[0] = above_stdio(p[0]);
+	p[1] = above_stdio(p[1]);
+	if (p[0] < 0 || p[1] < 0) {
+		rc = EMFILE;
+		goto out;
+	}
+	sigemptyset(&none);
+	sigfillset(&dfl);
+	sigdelset(&dfl, SIGKILL);
+	sigdelset(&dfl, SIGSTOP);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&at);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+#if FB_HAVE_SPAWN_CLOSEFROM
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+#endif
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &dfl);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
+					      POSIX_SPAWN_SETSIGDEF);
+	rc = posix_spawn(pid, self_exe(exe, sizeof(exe)), &fa, &at, argv, env);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+out:
+	if (p[1] >= 0)
+		close(p[1]);
+	if (rc && p[0] >= 0)
+		close(p[0]);
+	else
+		*out = p[0];
+	return rc;
+}
+
+/* Read the child's stderr into @buf (at most @len - 1 bytes kept, the rest
+ * drained, "..." marking the cut) until it closes it or CHECK_TIMEOUT_NS
+ * passes, then reap it.  Return: the bytes in @buf. */
+static size_t read_check(pid_t pid, int fd, char *buf, size_t len)
+{
+	uint64_t end = fb_now_ns() + CHECK_TIMEOUT_NS, now;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	size_t have = 0;
+	bool cut = false;
+	char sink[256];
+	ssize_t n = 0;
+
+	while ((now = fb_now_ns()) < end) {
+		n = poll(&pfd, 1, (int)((end - now) / 1000000 + 1));
+		if (n == 0)
+			break;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n > 0 && have + 1 < len)
+			n = read(fd, buf + have, len - 1 - have);
+		else if (n > 0)
+			n = read(fd, sink, sizeof(sink));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (have + 1 < len)
+			have += (size_t)n;
+		else
+			cut = true;
+	}
+	/* Gone (unreaped, so @pid is still ours) or hung: either way it has
+	 * nothing more to say. */
+	kill(pid, SIGKILL);
+	close(fd);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	buf[have] = '\0';
+	if (cut && have >= 3)
+		memcpy(buf + have - 3, "...", 3);
+	return have;
+}
+
+/* hwloc's lines as one: each line trimmed of blanks, blank and caret-only
+ * lines (libxml2 points at the column) dropped, the rest joined with a
+ * space. */
+static void one_line(char *buf)
+{
+	char *in = buf, *out = buf, *eol;
+	size_t n;
+
+	for (; *in; in = *eol ? eol + 1 : eol) {
+		eol = in + strcspn(in, "\n");
+		in += strspn(in, " \t");
+		for (n = (size_t)(eol - in); n && strchr(" \t^", in[n - 1]);)
+			n--;
+		if (!n)
+			continue;
+		if (out != buf)
+			*out++ = ' ';
+		memmove(out, in, n);
+		out += n;
+	}
+	*out = '\0';
+}
+
+/*
+ * Fill @buf with hwloc's reason for refusing @spec ("" when none could be
+ * had).  Context: any thread; the error path of fb_topo_open, so the cost
+ * of a process start does not matter.
  */
 static void hwloc_complaint(const char *spec, bool xml, char *buf, size_t len)
 {
-	const char *var = xml ? "HWLOC_XML_VERBOSE" : "HWLOC_SYNTHETIC_VERBOSE";
-	bool had = getenv(var) != NULL;
-	hwloc_topology_t t;
-	int fd, saved;
-	ssize_t n;
+	char *own[2] = { NULL, NULL }, **env = NULL;
+	const char *preload, *old;
+	size_t hello = strlen(CHECK_HELLO);
+	int fd = -1;
+	pid_t pid;
 
 	buf[0] = '\0';
-	fd = memfd_create("libfiber-hwloc", MFD_CLOEXEC);
-	if (fd < 0)
+	if (!child_preload(&preload))
 		return;
-	fflush(stderr);
-	saved = dup(2);
-	if (saved < 0 || dup2(fd, 2) < 0)
+	own[0] = env_entry(CHECK_VAR, xml ? "x" : "s", spec);
+	old = getenv("LD_PRELOAD");
+	if (*preload)
+		own[1] = env_entry("LD_PRELOAD", preload,
+				   old && *old ? old : NULL);
+	if (!own[0] || (*preload && !own[1]))
 		goto out;
-	if (!had)
-		setenv(var, "1", 0);
-	if (hwloc_topology_init(&t) == 0) {
-		if (set_source(t, spec, xml) == 0)
-			hwloc_topology_load(t);
-		hwloc_topology_destroy(t);
+	env = child_env(own);
+	if (!env || spawn_check(env, &pid, &fd))
+		goto out;
+	/* Only a child that said hello speaks for hwloc. */
+	if (read_check(pid, fd, buf, len) < hello ||
+	    strncmp(buf, CHECK_HELLO, hello)) {
+		buf[0] = '\0';
+		goto out;
 	}
-	if (!had)
-		unsetenv(var);
-	fflush(stderr);
-	dup2(saved, 2);
-	n = pread(fd, buf, len - 1, 0);
-	buf[n > 0 ? n : 0] = '\0';
-	for (char *p = buf; *p; p++) /* one line; drop libxml2's caret */
-		if (*p == '\n' || *p == '^')
-			*p = ' ';
-	for (n = (ssize_t)strlen(buf); n > 0 && buf[n - 1] == ' '; n--)
-		buf[n - 1] = '\0';
+	memmove(buf, buf + hello, strlen(buf + hello) + 1);
+	one_line(buf);
 out:
-	if (saved >= 0)
-		close(saved);
-	close(fd);
+	fb_free(env);
+	fb_free(own[0]);
+	fb_free(own[1]);
 }
 
-static int load_spec(struct fb_topo *t, const char *spec, char *err,
-		     size_t errlen)
+static int load_spec(struct fb_topo *t, const char *spec, const char *name,
+		     char *err, size_t errlen)
 {
 	bool xml = spec_is_xml(spec);
 	char why[512];
@@ -158,17 +433,19 @@ static int load_spec(struct fb_topo *t, const char *spec, char *err,
 		if (set_source(t->topo, spec, xml) == 0 &&
 		    hwloc_topology_load(t->topo) == 0)
 			return 0;
-		hwloc_complaint(spec, xml, why, sizeof(why));
+		why[0] = '\0';
+		if (err && errlen) /* nobody to tell: no replay */
+			hwloc_complaint(spec, xml, why, sizeof(why));
 		if (!why[0])
 			snprintf(why, sizeof(why), "hwloc refused it");
 	}
 	hwloc_topology_destroy(t->topo);
 	t->topo = NULL;
 	snprintf(err, errlen,
-		 "LIBFIBER_TOPOLOGY=\"%s\": %s (hwloc: %s); expected an hwloc "
+		 "%s=\"%s\": %s (hwloc: %s); expected an hwloc "
 		 "synthetic description such as \"pack:2 numa:1 l3:2 core:4 "
 		 "pu:2\" or the path of an hwloc XML file",
-		 spec,
+		 name, spec,
 		 xml ? "not a readable hwloc XML file" :
 		       "not a valid hwloc synthetic description",
 		 why);
@@ -371,6 +648,12 @@ static void describe(struct fb_topo *t, const char *spec)
 int fb_topo_open(struct fb_topo **tp, const char *spec, char *err,
 		 size_t errlen)
 {
+	return fb_topo_open_named(tp, spec, "LIBFIBER_TOPOLOGY", err, errlen);
+}
+
+int fb_topo_open_named(struct fb_topo **tp, const char *spec, const char *name,
+		       char *err, size_t errlen)
+{
 	struct fb_topo *t;
 	int rc;
 
@@ -384,7 +667,7 @@ int fb_topo_open(struct fb_topo **tp, const char *spec, char *err,
 		t->topo = t->host;
 		t->real = true;
 	} else {
-		rc = load_spec(t, spec, err, errlen);
+		rc = load_spec(t, spec, name, err, errlen);
 		if (rc)
 			goto fail;
 	}
@@ -392,8 +675,10 @@ int fb_topo_open(struct fb_topo **tp, const char *spec, char *err,
 	t->nr_host_pus = hwloc_get_nbobjs_by_type(t->host, HWLOC_OBJ_PU);
 	rc = EINVAL;
 	if (t->nr_pus <= 0 || t->nr_host_pus <= 0) {
-		snprintf(err, errlen, "LIBFIBER_TOPOLOGY=\"%s\": no PU",
-			 spec ? spec : "");
+		snprintf(err, errlen,
+			 "%s=\"%s\": no PU; expected a topology with at "
+			 "least one PU",
+			 name, spec ? spec : "");
 		goto fail;
 	}
 	rc = digest(t);

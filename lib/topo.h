@@ -34,12 +34,18 @@ struct fb_topo;
  * fb_topo_open - load the topology.  @spec is NULL/"" for the real machine
  * (restricted to the PUs the process may use), an hwloc synthetic string, or
  * the path of an hwloc XML file.  On failure writes a message into @err
- * (naming LIBFIBER_TOPOLOGY, the value and hwloc's complaint).
+ * naming LIBFIBER_TOPOLOGY, the value and hwloc's complaint, which it gets
+ * by loading @spec again in a child process (topo.c); with @errlen 0 it
+ * writes nothing and starts no child.
  * Context: any thread, before the runtime starts; starts no thread.
  * Return: 0 and *@tp; EINVAL for a bad @spec; ENOMEM.
  */
 int fb_topo_open(struct fb_topo **tp, const char *spec, char *err,
 		 size_t errlen);
+/* fb_topo_open_named - fb_topo_open(), with @name in place of
+ * LIBFIBER_TOPOLOGY in the message (e.g. "fiber_config.topology"). */
+int fb_topo_open_named(struct fb_topo **tp, const char *spec, const char *name,
+		       char *err, size_t errlen);
 /* fb_topo_close - free @t (NULL is fine).  No view built from it may be
  * in use by then. */
 void fb_topo_close(struct fb_topo *t);

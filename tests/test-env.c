@@ -2,12 +2,18 @@
 /*
  * test-env.c - every LIBFIBER_* variable: good values start the runtime,
  * each bad value makes fiber_init() return EINVAL with a message naming the
- * variable and the value, and nothing starts.
+ * variable and the value, and nothing starts.  The same for the fields of
+ * struct fiber_config, whose messages name the field; a bad environment
+ * under an implicit start is reported once; a refused topology's replay
+ * (topo.c) leaves the process's stderr to its other threads.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +24,12 @@
 
 #include "env.h"
 #include "fiber.h"
+#include "sched.h"
+
+#ifndef FB_TEST_TOPOLOGIES
+#define FB_TEST_TOPOLOGIES "tests/topologies"
+#endif
+#define MALFORMED_XML FB_TEST_TOPOLOGIES "/malformed.xml"
 
 static const char *const vars[] = {
 	"LIBFIBER_WORKERS",    "LIBFIBER_TOPOLOGY",
@@ -33,26 +45,62 @@ static void clear_env(void)
 		unsetenv(vars[i]);
 }
 
-/* Run fiber_init with stderr captured into @msg. */
-static int init_capture(char *msg, size_t len)
+/* Capture what goes to stderr between capture_begin and capture_end. */
+struct capture {
+	char path[64];
+	int fd, saved;
+};
+
+static void capture_begin(struct capture *c)
 {
-	char path[] = "/tmp/libfiber-test-env-XXXXXX";
-	int fd = mkstemp(path), saved = dup(2), rc;
+	snprintf(c->path, sizeof(c->path), "/tmp/libfiber-test-env-XXXXXX");
+	c->fd = mkstemp(c->path);
+	c->saved = dup(2);
+	assert_true(c->fd >= 0 && c->saved >= 0);
+	fflush(stderr);
+	dup2(c->fd, 2);
+}
+
+static void capture_end(struct capture *c, char *msg, size_t len)
+{
 	ssize_t n;
 
-	assert_true(fd >= 0 && saved >= 0);
 	fflush(stderr);
-	dup2(fd, 2);
-	rc = fiber_init(NULL);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	lseek(fd, 0, SEEK_SET);
-	n = read(fd, msg, len - 1);
+	dup2(c->saved, 2);
+	close(c->saved);
+	lseek(c->fd, 0, SEEK_SET);
+	n = read(c->fd, msg, len - 1);
 	msg[n > 0 ? n : 0] = 0;
-	close(fd);
-	unlink(path);
+	close(c->fd);
+	unlink(c->path);
+}
+
+/* Run fiber_init(@config) with stderr captured into @msg. */
+static int init_config_capture(const struct fiber_config *config, char *msg,
+			       size_t len)
+{
+	struct capture c;
+	int rc;
+
+	capture_begin(&c);
+	rc = fiber_init(config);
+	capture_end(&c, msg, len);
 	return rc;
+}
+
+static int init_capture(char *msg, size_t len)
+{
+	return init_config_capture(NULL, msg, len);
+}
+
+/* How many times @needle occurs in @hay. */
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
 }
 
 static void expect_refused(const char *var, const char *value)
@@ -81,6 +129,8 @@ static void test_env_bad_values_give_einval(void **state)
 		{ "LIBFIBER_WORKERS", "" },
 		{ "LIBFIBER_WORKERS", "100000" },
 		{ "LIBFIBER_WORKERS", "99999999999999999999" },
+		{ "LIBFIBER_WORKERS", "+2" },
+		{ "LIBFIBER_WORKERS", " 2" },
 		{ "LIBFIBER_TOPOLOGY", "garbage:xyz" },
 		{ "LIBFIBER_TOPOLOGY", "/nonexistent/topology.xml" },
 		{ "LIBFIBER_BIND", "yes" },
@@ -94,9 +144,13 @@ static void test_env_bad_values_give_einval(void **state)
 		{ "LIBFIBER_STACK_SIZE", "2G" },
 		{ "LIBFIBER_STACK_SIZE", "" },
 		{ "LIBFIBER_STACK_SIZE", "K" },
+		{ "LIBFIBER_STACK_SIZE", "64KB" },
+		{ "LIBFIBER_STACK_SIZE", "1MB" },
+		{ "LIBFIBER_STACK_SIZE", "+64K" },
 		{ "LIBFIBER_IDLE_POLL_US", "-5" },
 		{ "LIBFIBER_IDLE_POLL_US", "fast" },
 		{ "LIBFIBER_IDLE_POLL_US", "2000000" },
+		{ "LIBFIBER_IDLE_POLL_US", "+5" },
 		{ "LIBFIBER_STATS", "2" },
 		{ "LIBFIBER_STATS", "JSON" },
 		{ "LIBFIBER_STATS", "" },
@@ -196,11 +250,17 @@ static void test_env_size_parser(void **state)
 				       sizeof(err)),
 			 0);
 	assert_int_equal(v, 2 << 20);
-	assert_int_equal(fb_parse_size("S", "1GB", 1, 1UL << 30, &v, err,
+	assert_int_equal(fb_parse_size("S", "1G", 1, 1UL << 30, &v, err,
 				       sizeof(err)),
 			 0);
 	assert_int_equal(v, 1UL << 30);
 	v = 9;
+	assert_int_equal(fb_parse_size("S", "64KB", 1, 1UL << 30, &v, err,
+				       sizeof(err)),
+			 EINVAL);
+	assert_int_equal(v, 9);
+	assert_non_null(strstr(err, "S=\"64KB\": not a size; expected digits "
+				    "with an optional K, M or G suffix"));
 	assert_int_equal(fb_parse_size("S", "18446744073709551615K", 1,
 				       1UL << 30, &v, err, sizeof(err)),
 			 EINVAL);
@@ -226,6 +286,306 @@ static void test_env_config_struct_overrides_environment(void **state)
 	clear_env();
 }
 
+static void test_env_long_parser_takes_digits_only(void **state)
+{
+	char err[256];
+	long v = 9;
+
+	(void)state;
+	assert_int_equal(fb_parse_long("W", "+2", 1, 8, &v, err, sizeof(err)),
+			 EINVAL);
+	assert_int_equal(v, 9);
+	assert_non_null(strstr(err, "W=\"+2\": a sign is not accepted; "
+				    "expected an integer from 1 to 8"));
+	assert_int_equal(fb_parse_long("W", "2 ", 1, 8, &v, err, sizeof(err)),
+			 EINVAL);
+	assert_int_equal(fb_parse_long("W", "9", 1, 8, &v, err, sizeof(err)),
+			 EINVAL);
+	assert_non_null(strstr(err, "W=\"9\": out of range"));
+	/* A '-' is a digit's sign only where negative values are accepted. */
+	assert_int_equal(fb_parse_long("N", "-3", -5, 5, &v, err, sizeof(err)),
+			 0);
+	assert_int_equal(v, -3);
+	assert_int_equal(fb_parse_long("N", "-", -5, 5, &v, err, sizeof(err)),
+			 EINVAL);
+	assert_int_equal(fb_parse_long("P", "-3", 0, 5, &v, err, sizeof(err)),
+			 EINVAL);
+}
+
+/* More PUs than FB_MAX_WORKERS need a worker count, and the message says
+ * which topology, how many PUs, the limit and what to set. */
+static void test_env_too_many_pus_needs_a_worker_count(void **state)
+{
+	static const char big[] = "pack:2 core:1024 pu:1";
+	struct fiber_config c = { 0 };
+	char msg[2048];
+
+	(void)state;
+	clear_env();
+	setenv("LIBFIBER_TOPOLOGY", big, 1);
+	assert_int_equal(init_capture(msg, sizeof(msg)), EINVAL);
+	assert_int_equal(fiber_nr_workers(), 0);
+	if (!strstr(msg, "LIBFIBER_TOPOLOGY=\"pack:2 core:1024 pu:1\": 2048 "
+			 "PUs, more than the 1024 workers") ||
+	    !strstr(msg, "expected LIBFIBER_WORKERS or fiber_config.workers "
+			 "from 1 to 1024"))
+		fail_msg("unexpected message: %s", msg);
+	c.topology = big;
+	assert_int_equal(init_config_capture(&c, msg, sizeof(msg)), EINVAL);
+	assert_non_null(strstr(msg, "fiber_config.topology=\"pack:2 core:1024 "
+				    "pu:1\": 2048 PUs"));
+	/* With a count, the same topology runs. */
+	setenv("LIBFIBER_WORKERS", "2", 1);
+	assert_int_equal(init_capture(msg, sizeof(msg)), 0);
+	assert_int_equal(fiber_nr_workers(), 2);
+	assert_int_equal(fiber_shutdown(), 0);
+	clear_env();
+}
+
+/* bind = -1 and idle_poll_us = -1 mean "the environment", also with the
+ * _set flags on: the variable is read (a bad one is refused, naming it). */
+static void test_env_config_minus_one_means_environment(void **state)
+{
+	struct fiber_config c = { 0 };
+	char msg[2048];
+
+	(void)state;
+	clear_env();
+	c.workers = 2;
+	c.bind_set = 1;
+	c.bind = -1;
+	c.idle_poll_set = 1;
+	c.idle_poll_us = -1;
+	setenv("LIBFIBER_BIND", "yes", 1);
+	assert_int_equal(init_config_capture(&c, msg, sizeof(msg)), EINVAL);
+	assert_non_null(strstr(msg, "LIBFIBER_BIND=\"yes\""));
+	unsetenv("LIBFIBER_BIND");
+	setenv("LIBFIBER_IDLE_POLL_US", "fast", 1);
+	assert_int_equal(init_config_capture(&c, msg, sizeof(msg)), EINVAL);
+	assert_non_null(strstr(msg, "LIBFIBER_IDLE_POLL_US=\"fast\""));
+	setenv("LIBFIBER_BIND", "0", 1);
+	setenv("LIBFIBER_IDLE_POLL_US", "7", 1);
+	assert_int_equal(init_config_capture(&c, msg, sizeof(msg)), 0);
+	assert_int_equal(fb_rt->env.bind, 0);
+	assert_int_equal(fb_rt->env.idle_poll_us, 7);
+	assert_int_equal(fiber_shutdown(), 0);
+	/* Set values win over the variables. */
+	c.bind = 1;
+	c.idle_poll_us = 0;
+	assert_int_equal(init_config_capture(&c, msg, sizeof(msg)), 0);
+	assert_int_equal(fb_rt->env.bind, 1);
+	assert_int_equal(fb_rt->env.idle_poll_us, 0);
+	assert_int_equal(fiber_shutdown(), 0);
+	clear_env();
+}
+
+static void expect_config_refused(const struct fiber_config *c,
+				  const char *quote)
+{
+	char msg[2048];
+
+	assert_int_equal(init_config_capture(c, msg, sizeof(msg)), EINVAL);
+	assert_int_equal(fiber_nr_workers(), 0);
+	if (!strstr(msg, quote) || strstr(msg, "libfiber: LIBFIBER_"))
+		fail_msg("expected \"%s\", not the variable, in: %s", quote,
+			 msg);
+}
+
+/* A bad field is named as the field, with its value and what is accepted;
+ * the variable it overrides is not mentioned. */
+static void test_env_config_errors_name_the_field(void **state)
+{
+	struct fiber_config c;
+
+	(void)state;
+	clear_env();
+	c = (struct fiber_config){ .bind_set = 1, .bind = 2 };
+	expect_config_refused(&c, "fiber_config.bind=2: not a binding mode; "
+				  "expected 1 (pin workers), 0 (do not) or -1");
+	c = (struct fiber_config){ .topology = "garbage:xyz" };
+	expect_config_refused(&c, "fiber_config.topology=\"garbage:xyz\": not "
+				  "a valid hwloc synthetic description");
+	c = (struct fiber_config){ .sched_features = "NOT_A_FEATURE" };
+	expect_config_refused(&c, "fiber_config.sched_features=\""
+				  "NOT_A_FEATURE\": unknown scheduler feature");
+	c = (struct fiber_config){ .stats = "JSON" };
+	expect_config_refused(&c, "fiber_config.stats=\"JSON\"");
+	c = (struct fiber_config){ .workers = 5000 };
+	expect_config_refused(&c, "fiber_config.workers=5000: more than the "
+				  "1024 workers");
+	c = (struct fiber_config){ .stack_size = 100 };
+	expect_config_refused(&c, "fiber_config.stack_size=100: out of range");
+	c = (struct fiber_config){ .idle_poll_set = 1, .idle_poll_us = -2 };
+	expect_config_refused(&c, "fiber_config.idle_poll_us=-2: out of range");
+}
+
+static void *noop_fiber(void *arg)
+{
+	return arg;
+}
+
+/* fiber_create starting the runtime itself with a bad environment: one
+ * message, then the same errno quietly, until fiber_init is called. */
+static void test_env_implicit_start_reports_once(void **state)
+{
+	struct capture cap;
+	char msg[8192];
+	fiber_t f;
+
+	(void)state;
+	clear_env();
+	setenv("LIBFIBER_WORKERS", "bogus", 1);
+	capture_begin(&cap);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(fiber_create(&f, NULL, noop_fiber, NULL),
+				 EINVAL);
+	capture_end(&cap, msg, sizeof(msg));
+	assert_int_equal(count(msg, "LIBFIBER_WORKERS=\"bogus\""), 1);
+
+	/* fiber_init reads the environment again, and so does the next
+	 * implicit start; both report. */
+	capture_begin(&cap);
+	assert_int_equal(fiber_init(NULL), EINVAL);
+	assert_int_equal(fiber_create(&f, NULL, noop_fiber, NULL), EINVAL);
+	assert_int_equal(fiber_create(&f, NULL, noop_fiber, NULL), EINVAL);
+	capture_end(&cap, msg, sizeof(msg));
+	assert_int_equal(count(msg, "LIBFIBER_WORKERS=\"bogus\""), 2);
+
+	/* A fixed environment is not read before fiber_init is called. */
+	setenv("LIBFIBER_WORKERS", "2", 1);
+	capture_begin(&cap);
+	assert_int_equal(fiber_create(&f, NULL, noop_fiber, NULL), EINVAL);
+	capture_end(&cap, msg, sizeof(msg));
+	assert_string_equal(msg, "");
+	assert_int_equal(fiber_nr_workers(), 0);
+	assert_int_equal(fiber_init(NULL), 0);
+	assert_int_equal(fiber_create(&f, NULL, noop_fiber, NULL), 0);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(fiber_shutdown(), 0);
+	/* ...and after a clean start and stop, implicit starts work. */
+	assert_int_equal(fiber_create(&f, NULL, noop_fiber, NULL), 0);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(fiber_shutdown(), 0);
+	clear_env();
+}
+
+/* ---- a refused topology's replay and the other threads' stderr ---------- */
+
+#define TOKEN "@@w" /* a writer line: TOKEN, 6 digits, newline */
+
+struct stderr_pipe {
+	int rd;
+	atomic_int stop;
+	long written;
+	char *data; /* everything read from the pipe */
+	size_t len, cap;
+};
+
+static void *stderr_writer(void *arg)
+{
+	struct stderr_pipe *sp = arg;
+	char line[16];
+
+	while (!atomic_load(&sp->stop)) {
+		int n = snprintf(line, sizeof(line), TOKEN "%06ld\n",
+				 sp->written % 1000000);
+
+		assert_true(write(2, line, (size_t)n) == n);
+		sp->written++;
+	}
+	return NULL;
+}
+
+static void *stderr_reader(void *arg)
+{
+	struct stderr_pipe *sp = arg;
+	ssize_t n;
+
+	for (;;) {
+		if (sp->cap - sp->len < 65536) {
+			sp->cap = sp->cap ? sp->cap * 2 : 1 << 20;
+			sp->data = realloc(sp->data, sp->cap);
+			assert_non_null(sp->data);
+		}
+		n = read(sp->rd, sp->data + sp->len, sp->cap - sp->len - 1);
+		if (n <= 0)
+			break;
+		sp->len += (size_t)n;
+	}
+	sp->data[sp->len] = '\0';
+	return NULL;
+}
+
+/* Each writer line arrives whole, once, in order.  A linear scan: the
+ * data run to megabytes, and a sanitizer's strstr reads all of them at
+ * every call. */
+static long lines_intact(const char *data, size_t len)
+{
+	const size_t tl = strlen(TOKEN);
+	long next = 0, seq;
+	size_t i = 0, d;
+
+	while (i + tl + 7 <= len) {
+		if (memcmp(data + i, TOKEN, tl)) {
+			i++;
+			continue;
+		}
+		i += tl;
+		for (d = 0, seq = 0;
+		     d < 6 && isdigit((unsigned char)data[i + d]); d++)
+			seq = seq * 10 + (data[i + d] - '0');
+		if (d < 6 || data[i + d] != '\n')
+			continue; /* swallowed into another line: lost */
+		if (seq != next % 1000000)
+			return -1;
+		next++;
+		i += 7;
+	}
+	return next;
+}
+
+/* 50 inits refused for a malformed XML file, each replayed to quote hwloc,
+ * while another thread writes lines to stderr: none of them is lost, and
+ * the process's environment is left alone. */
+static void test_env_refused_topology_keeps_other_threads_stderr(void **state)
+{
+	struct stderr_pipe sp = { 0 };
+	pthread_t wr, rd;
+	int p[2], saved;
+	long got;
+
+	(void)state;
+	clear_env();
+	setenv("LIBFIBER_TOPOLOGY", MALFORMED_XML, 1);
+	assert_int_equal(pipe(p), 0);
+	sp.rd = p[0];
+	fflush(stderr);
+	saved = dup(2);
+	dup2(p[1], 2);
+	close(p[1]);
+	assert_int_equal(pthread_create(&rd, NULL, stderr_reader, &sp), 0);
+	assert_int_equal(pthread_create(&wr, NULL, stderr_writer, &sp), 0);
+	for (int i = 0; i < 50; i++)
+		assert_int_equal(fiber_init(NULL), EINVAL);
+	atomic_store(&sp.stop, 1);
+	pthread_join(wr, NULL);
+	dup2(saved, 2); /* the last write end: the reader sees EOF */
+	close(saved);
+	pthread_join(rd, NULL);
+	close(p[0]);
+	got = lines_intact(sp.data, sp.len);
+	print_message("# %ld lines written, %ld arrived intact\n", sp.written,
+		      got);
+	assert_true(sp.written > 0);
+	assert_int_equal(got, sp.written);
+	/* The messages quoted hwloc and got through too. */
+	assert_int_equal(count(sp.data, "libfiber: LIBFIBER_TOPOLOGY=\""), 50);
+	assert_null(getenv("HWLOC_XML_VERBOSE"));
+	assert_null(getenv("LIBFIBER_INTERNAL_HWLOC_CHECK"));
+	free(sp.data);
+	clear_env();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +594,13 @@ int main(void)
 		cmocka_unit_test(test_env_size_parser),
 		cmocka_unit_test(test_env_clock_parser),
 		cmocka_unit_test(test_env_config_struct_overrides_environment),
+		cmocka_unit_test(test_env_long_parser_takes_digits_only),
+		cmocka_unit_test(test_env_too_many_pus_needs_a_worker_count),
+		cmocka_unit_test(test_env_config_minus_one_means_environment),
+		cmocka_unit_test(test_env_config_errors_name_the_field),
+		cmocka_unit_test(test_env_implicit_start_reports_once),
+		cmocka_unit_test(
+			test_env_refused_topology_keeps_other_threads_stderr),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,11 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
 #include "clock.h"
 #include "harness.h"
+#include "place-pelt.h"
 #include "sched.h"
 
 static void start(const char *topo, int workers)
@@ -173,57 +175,130 @@ static void test_switch_updates_charge_the_runner(void **state)
 
 /* ---- a fiber's share moves with it ---------------------------------------- */
 
+/*
+ * At least what util @u is @ns later with nothing running: decayed by y
+ * per period boundary crossed (at most one more than the whole periods in
+ * @ns), less 1/32 for the divider, which depends on where in its period
+ * the average was last derived (at most FB_PELT_PERIOD in FB_LOAD_AVG_MAX).
+ */
+static unsigned long decayed(unsigned long u, uint64_t ns)
+{
+	unsigned long d =
+		(unsigned long)fb_pelt_decay(u, ns / FB_PELT_PERIOD_NS + 1);
+
+	return d - d / 32;
+}
+
 static unsigned long mover_before, mover_after, dst_after, src_after;
+static uint64_t mover_left, mover_arrived, probe_at;
 static int mover_attached;
+static atomic_int blocker_go;
+
+/* Worker 1, busy from the moment the mover is about to come until 40 ms
+ * later, without a switch: the mover waits at least that long. */
+static void *blocker(void *arg)
+{
+	uint64_t end;
+
+	(void)arg;
+	while (!atomic_load(&blocker_go))
+		;
+	end = fb_sched_clock() + 40 * 1000000ull;
+	while (fb_sched_clock() < end)
+		;
+	return NULL;
+}
+
+/* Worker 0 once the mover has left: its thread off the CPU for 80 ms (a
+ * blocking system call, as a host that does not run it), so that its sums
+ * are not updated until the mover has long arrived. */
+static void *stall(void *arg)
+{
+	struct timespec ts = { 0, 80 * 1000000L };
+
+	(void)arg;
+	while (nanosleep(&ts, &ts))
+		;
+	return NULL;
+}
 
 static void *mover(void *arg)
 {
 	cpu_set_t s;
+	fiber_t st;
 
 	(void)arg;
 	spin_ms(120);
 	mover_before = my_util();
+	mover_left = fb_sched_clock();
+	st = spawn_on(stall, NULL, 0);
+	atomic_store(&blocker_go, 1);
 	CPU_ZERO(&s);
 	CPU_SET(1, &s);
 	assert_int_equal(fiber_setaffinity(sizeof(s), &s), 0);
 	assert_int_equal(fiber_current_worker(), 1);
 	/* First thing on worker 1: its sums already hold our share. */
+	mover_arrived = fb_sched_clock();
 	dst_after = my_worker_util();
 	mover_after = my_util();
 	mover_attached = fb_current()->pf.attached;
+	assert_int_equal(fiber_join(st, NULL), 0);
 	return NULL;
 }
 
 static void *probe_src(void *arg)
 {
 	(void)arg;
+	probe_at = fb_sched_clock();
 	src_after = my_worker_util();
 	return NULL;
 }
 
+/*
+ * A fiber that ran alone on worker 0 moves to worker 1, where it waits
+ * (worker 1 is busy) while worker 0's thread is off the CPU: its share
+ * goes with it, and worker 0 keeps nothing of it.  Every bound holds
+ * however long the host stretches the waits, since decay scales the
+ * mover's share and worker 0's sums alike: the mover arrives with what it
+ * left with, decayed by the time it took; worker 1 holds at least that;
+ * worker 0, which without the removal would still hold the mover's share
+ * decayed to the probe, holds less than a quarter of that.  (The share
+ * used to be removed as decayed to the arrival, from sums last updated
+ * at the departure: worker 0 kept what the wait had decayed.)
+ */
 static void test_share_follows_a_migrating_fiber(void **state)
 {
-	fiber_t m, p;
+	unsigned long carried, kept;
+	fiber_t m, p, b;
 
 	(void)state;
 	start("pack:1 l3:1 core:2 pu:1", 2);
 	fiber_stats_reset();
+	atomic_store(&blocker_go, 0);
+	b = spawn_on(blocker, NULL, 1);
 	m = spawn_on(mover, NULL, 0);
 	assert_int_equal(fiber_join(m, NULL), 0);
+	assert_int_equal(fiber_join(b, NULL), 0);
 	/* Worker 0 folds what left it at its next update (it wakes for the
-	 * probe); without the removal only decay would lower its util. */
+	 * probe). */
 	p = spawn_on(probe_src, NULL, 0);
 	assert_int_equal(fiber_join(p, NULL), 0);
-	print_message("# mover %lu -> %lu, dst %lu, src %lu, migrations %lld\n",
-		      mover_before, mover_after, dst_after, src_after,
+	carried = decayed(mover_before, mover_arrived - mover_left);
+	kept = decayed(mover_before, probe_at - mover_left);
+	print_message("# mover %lu -> %lu (decay alone: >= %lu, wait %llu "
+		      "ms), dst %lu, src %lu (without the removal: ~%lu), "
+		      "migrations %lld\n",
+		      mover_before, mover_after, carried,
+		      (unsigned long long)(mover_arrived - mover_left) /
+			      1000000,
+		      dst_after, src_after, kept,
 		      fiber_stats_counter("pelt_migrations"));
-	/* The move may wait a while on a loaded machine, and the wait
-	 * decays the mover's util: compare with what it carried over. */
 	assert_true(mover_before >= 700);
-	assert_true(mover_after >= 200);
 	assert_int_equal(mover_attached, 1);
+	assert_true(mover_after <= mover_before);
+	assert_true(mover_after + 1 >= carried);
 	assert_true(dst_after + 64 >= mover_after);
-	assert_true(src_after * 4 <= mover_after);
+	assert_true(src_after * 4 <= kept + 8);
 	assert_true(fiber_stats_counter("pelt_migrations") >= 1);
 	stop();
 }

@@ -614,6 +614,35 @@ static void test_topo_open_refuses_empty_file(void **state)
 	unlink(path);
 }
 
+/*
+ * A malformed XML file: the message quotes hwloc's reason (libxml2's, or
+ * hwloc's own minimalistic parser's where hwloc was built without it), which
+ * hwloc prints only when HWLOC_XML_VERBOSE was set the first time it looked
+ * in this process.  Loading a good XML file first makes sure it has looked.
+ */
+static void test_topo_open_quotes_hwloc_on_malformed_xml(void **state)
+{
+	struct fb_topo *t = open_topo("n4.xml", true);
+	char err[1024] = "";
+
+	(void)state;
+	fb_topo_close(t);
+	t = NULL;
+	assert_int_equal(fb_topo_open_named(&t, fixture("malformed.xml"),
+					    "fiber_config.topology", err,
+					    sizeof(err)),
+			 EINVAL);
+	assert_null(t);
+	assert_non_null(strstr(err, "fiber_config.topology=\""));
+	assert_non_null(strstr(err, "malformed.xml\": not a readable hwloc "
+				    "XML file (hwloc: "));
+	if (!strstr(err, "Opening and ending tag mismatch: object line 4 and "
+			 "topology") &&
+	    !strstr(err, "minimalistic parser"))
+		fail_msg("no reason from hwloc in: %s", err);
+	assert_null(getenv("HWLOC_XML_VERBOSE"));
+}
+
 static void test_topo_real_machine_opens(void **state)
 {
 	struct fb_topo *t = NULL;
@@ -661,6 +690,7 @@ int main(void)
 		cmocka_unit_test(test_topo_open_refuses_garbage),
 		cmocka_unit_test(test_topo_open_refuses_missing_file),
 		cmocka_unit_test(test_topo_open_refuses_empty_file),
+		cmocka_unit_test(test_topo_open_quotes_hwloc_on_malformed_xml),
 		cmocka_unit_test(test_topo_real_machine_opens),
 	};
 

@@ -5,7 +5,9 @@
  * inputs are bounded: at most 64 bytes and at most 4096 objects (the
  * product of the numbers in the string), which keeps one run in the
  * milliseconds.  Strings that could name a file ('/', '.') are skipped:
- * the XML path is not what this target is about.
+ * the XML path is not what this target is about.  Inputs whose length is
+ * a multiple of ten ask for the message, whose hwloc reason costs a child
+ * process (topo.c); the others pass no buffer and get no message.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -41,7 +43,7 @@ static bool plausible_size(const char *s)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fb_topo *t = NULL;
-	char *spec, err[1024];
+	char *spec, err[1024] = "";
 	int rc;
 
 	if (size > 64 || memchr(data, '/', size) || memchr(data, '.', size))
@@ -51,13 +53,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(spec);
 		return 0;
 	}
-	rc = fb_topo_open(&t, spec, err, sizeof(err));
+	rc = fb_topo_open(&t, spec, err, size % 10 ? 0 : sizeof(err));
 	if (rc == 0) {
 		if (fb_topo_nr_pus(t) <= 0)
 			abort();
 		fb_topo_close(t);
 	} else if (rc == EINVAL) {
-		if (!memchr(err, '\0', sizeof(err)))
+		if (size % 10 == 0 && !memchr(err, '\0', sizeof(err)))
 			abort();
 	} else if (rc != ENOMEM) {
 		abort();
