@@ -15,10 +15,6 @@
 #ifndef FIBER_H
 #define FIBER_H
 
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE 1
-#endif
-#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,9 +33,21 @@ extern "C" {
 #define FIBER_API
 #endif
 
+/*
+ * The version of this header; fiber_version() gives the library's.  ABI
+ * rules for 0.x (doc/abi.md): a minor release may change the ABI, and the
+ * soname says so (libfiber.so.0.MINOR); a patch release only adds.  The
+ * opaque types (fiber_attr_t, the sync objects) and the reserved space of
+ * struct fiber_config leave room for fields to come.
+ */
 #define FIBER_VERSION_MAJOR 0
-#define FIBER_VERSION_MINOR 1
+#define FIBER_VERSION_MINOR 2
 #define FIBER_VERSION_PATCH 0
+
+/* fiber_version - the library's version, "MAJOR.MINOR.PATCH", with
+ * "+git.REVISION" appended when it was built from a git checkout (e.g.
+ * "0.2.0+git.0582ce8").  Context: any thread; never fails. */
+FIBER_API const char *fiber_version(void);
 
 /*
  * A fiber_t names one fiber and is never NULL for one; it is a handle, not
@@ -119,14 +127,55 @@ FIBER_API int fiber_init(const struct fiber_config *config);
  */
 FIBER_API int fiber_shutdown(void);
 
-/* Attributes, in the pthread_attr_t style.  Zero-initialised is not valid:
- * call fiber_attr_init(). */
+/*
+ * Sets of worker ids, for affinity: bit w is worker w.  The layout is that
+ * of glibc's cpu_set_t, so a cpu_set_t over worker ids may be passed too,
+ * but these helpers need no feature macro (_GNU_SOURCE).
+ */
+#define FIBER_WORKERS_MAX 1024
+typedef struct fiber_workerset {
+	unsigned long bits[FIBER_WORKERS_MAX / (8 * sizeof(unsigned long))];
+} fiber_workerset_t;
+
+static inline void fiber_workerset_zero(fiber_workerset_t *set)
+{
+	for (size_t i = 0; i < sizeof(set->bits) / sizeof(set->bits[0]); i++)
+		set->bits[i] = 0;
+}
+
+static inline void fiber_workerset_add(fiber_workerset_t *set,
+				       unsigned int worker)
+{
+	if (worker < FIBER_WORKERS_MAX)
+		set->bits[worker / (8 * sizeof(unsigned long))] |=
+			1UL << (worker % (8 * sizeof(unsigned long)));
+}
+
+static inline void fiber_workerset_del(fiber_workerset_t *set,
+				       unsigned int worker)
+{
+	if (worker < FIBER_WORKERS_MAX)
+		set->bits[worker / (8 * sizeof(unsigned long))] &=
+			~(1UL << (worker % (8 * sizeof(unsigned long))));
+}
+
+static inline int fiber_workerset_has(const fiber_workerset_t *set,
+				      unsigned int worker)
+{
+	return worker < FIBER_WORKERS_MAX &&
+	       (set->bits[worker / (8 * sizeof(unsigned long))] >>
+		(worker % (8 * sizeof(unsigned long)))) &
+		       1;
+}
+
+/*
+ * Attributes, in the pthread_attr_t style.  Opaque, with room for future
+ * attributes; zero-initialised is not valid: call fiber_attr_init(), and
+ * every call below gives EINVAL for an attribute object it did not
+ * initialise.
+ */
 typedef struct fiber_attr {
-	size_t stack_size;
-	char name[32];
-	int detached;
-	int has_affinity;
-	cpu_set_t affinity; /* over worker ids */
+	uint64_t opaque[40];
 } fiber_attr_t;
 
 /* Return: 0; EINVAL for a NULL argument. */
@@ -139,9 +188,14 @@ FIBER_API int fiber_attr_getstacksize(const fiber_attr_t *attr, size_t *size);
 FIBER_API int fiber_attr_setname(fiber_attr_t *attr, const char *name);
 /* Return: 0; EINVAL for a state other than FIBER_CREATE_JOINABLE/DETACHED. */
 FIBER_API int fiber_attr_setdetachstate(fiber_attr_t *attr, int state);
-/* Worker ids; fiber_create fails with EINVAL if no allowed worker exists. */
+/*
+ * fiber_attr_setaffinity - the workers the fiber may run on: @set is a
+ * fiber_workerset_t (or a cpu_set_t) of @setsize bytes over worker ids.
+ * fiber_create fails with EINVAL if no allowed worker exists.
+ * Return: 0; EINVAL for NULL, a @setsize of 0 or an empty set.
+ */
 FIBER_API int fiber_attr_setaffinity(fiber_attr_t *attr, size_t setsize,
-				     const cpu_set_t *set);
+				     const void *set);
 
 #define FIBER_CREATE_JOINABLE 0
 #define FIBER_CREATE_DETACHED 1
@@ -187,9 +241,10 @@ FIBER_API int fiber_nr_workers(void);
  * NULL or a stale handle.  The name lives as long as the handle. */
 FIBER_API uint64_t fiber_id(fiber_t fiber);
 FIBER_API const char *fiber_name(fiber_t fiber);
-/* Change the calling fiber's affinity; it migrates at once if needed.
+/* Change the calling fiber's affinity (@set as in fiber_attr_setaffinity);
+ * it migrates at once if needed.
  * Return: 0; EINVAL for an empty set or no worker in it; EPERM outside a fiber. */
-FIBER_API int fiber_setaffinity(size_t setsize, const cpu_set_t *set);
+FIBER_API int fiber_setaffinity(size_t setsize, const void *set);
 
 /*
  * Fiber-local storage, like pthread keys: at most FIBER_KEYS_MAX keys exist

@@ -22,69 +22,116 @@
 
 #include "sanitizer.h"
 #include "sched.h"
+#include "version.h"
 
 static _Atomic uint64_t next_id = 1;
 
 /* ---- attributes ---------------------------------------------------------- */
 
+/* What a fiber_attr_t holds; @magic says fiber_attr_init() made it. */
+struct fb_attr {
+	uint32_t magic;
+	int detached;
+	size_t stack_size; /* 0: the runtime's default */
+	char name[32];
+	bool has_affinity;
+	cpu_set_t affinity; /* over worker ids */
+};
+#define FB_ATTR_MAGIC 0x66617474u /* "fatt" */
+_Static_assert(sizeof(struct fb_attr) <= sizeof(fiber_attr_t),
+	       "struct fb_attr does not fit in fiber_attr_t");
+_Static_assert(sizeof(cpu_set_t) == sizeof(fiber_workerset_t),
+	       "fiber_workerset_t is laid out as cpu_set_t");
+
+/* The attributes behind @a, NULL if @a is NULL or not initialised. */
+static struct fb_attr *attr_of(const fiber_attr_t *a)
+{
+	struct fb_attr *p = (struct fb_attr *)(void *)a;
+
+	return p && p->magic == FB_ATTR_MAGIC ? p : NULL;
+}
+
 int fiber_attr_init(fiber_attr_t *attr)
 {
+	struct fb_attr *a = (struct fb_attr *)(void *)attr;
+
 	if (!attr)
 		return EINVAL;
 	memset(attr, 0, sizeof(*attr));
-	attr->stack_size = 0; /* 0: the runtime's default */
+	a->magic = FB_ATTR_MAGIC;
 	return 0;
 }
 
 int fiber_attr_destroy(fiber_attr_t *attr)
 {
-	return attr ? 0 : EINVAL;
+	struct fb_attr *a = attr_of(attr);
+
+	if (!a)
+		return EINVAL;
+	a->magic = 0;
+	return 0;
 }
 
 int fiber_attr_setstacksize(fiber_attr_t *attr, size_t size)
 {
-	if (!attr || size < FIBER_STACK_MIN || size > (1UL << 30))
+	struct fb_attr *a = attr_of(attr);
+
+	if (!a || size < FIBER_STACK_MIN || size > (1UL << 30))
 		return EINVAL;
-	attr->stack_size = size;
+	a->stack_size = size;
 	return 0;
 }
 
 int fiber_attr_getstacksize(const fiber_attr_t *attr, size_t *size)
 {
-	if (!attr || !size)
+	struct fb_attr *a = attr_of(attr);
+
+	if (!a || !size)
 		return EINVAL;
-	*size = attr->stack_size ? attr->stack_size : fb_runtime_stack_size();
+	*size = a->stack_size ? a->stack_size : fb_runtime_stack_size();
 	return 0;
 }
 
 int fiber_attr_setname(fiber_attr_t *attr, const char *name)
 {
-	if (!attr || !name)
+	struct fb_attr *a = attr_of(attr);
+
+	if (!a || !name)
 		return EINVAL;
-	snprintf(attr->name, sizeof(attr->name), "%s", name);
+	snprintf(a->name, sizeof(a->name), "%s", name);
 	return 0;
 }
 
 int fiber_attr_setdetachstate(fiber_attr_t *attr, int state)
 {
-	if (!attr ||
+	struct fb_attr *a = attr_of(attr);
+
+	if (!a ||
 	    (state != FIBER_CREATE_JOINABLE && state != FIBER_CREATE_DETACHED))
 		return EINVAL;
-	attr->detached = state;
+	a->detached = state;
 	return 0;
 }
 
-int fiber_attr_setaffinity(fiber_attr_t *attr, size_t setsize,
-			   const cpu_set_t *set)
+int fiber_attr_setaffinity(fiber_attr_t *attr, size_t setsize, const void *set)
 {
-	if (!attr || !set || setsize == 0)
+	struct fb_attr *a = attr_of(attr);
+	cpu_set_t s;
+
+	if (!a || !set || setsize == 0)
 		return EINVAL;
-	CPU_ZERO(&attr->affinity);
-	memcpy(&attr->affinity, set, FB_MIN(setsize, sizeof(cpu_set_t)));
-	if (CPU_COUNT(&attr->affinity) == 0)
-		return EINVAL;
-	attr->has_affinity = 1;
+	CPU_ZERO(&s);
+	memcpy(&s, set, FB_MIN(setsize, sizeof(s)));
+	if (CPU_COUNT(&s) == 0)
+		return EINVAL; /* the attribute keeps what it had */
+	a->affinity = s;
+	a->has_affinity = true;
 	return 0;
+}
+
+const char *fiber_version(void)
+{
+	return FB_VERSION_STRING; /* version.h, made at build time */
 }
 
 /* ---- stacks, affinity, the live-fiber registry ----------------------------- */
@@ -158,16 +205,17 @@ static void registry_del(struct fb_fiber *f)
 
 /* ---- create, join, detach, exit -------------------------------------------- */
 
-static int create(fiber_t *fiber, const fiber_attr_t *attr, void *(*fn)(void *),
-		  void *arg);
+static int create(fiber_t *fiber, const struct fb_attr *attr,
+		  void *(*fn)(void *), void *arg);
 
-int fiber_create(fiber_t *fiber, const fiber_attr_t *attr, void *(*fn)(void *),
-		 void *arg)
+int fiber_create(fiber_t *fiber, const fiber_attr_t *attr_pub,
+		 void *(*fn)(void *), void *arg)
 {
+	const struct fb_attr *attr = attr_of(attr_pub);
 	bool foreign;
 	int rc;
 
-	if (!fiber || !fn)
+	if (!fiber || !fn || (attr_pub && !attr))
 		return EINVAL;
 	rc = fb_runtime_get();
 	if (rc)
@@ -182,9 +230,9 @@ int fiber_create(fiber_t *fiber, const fiber_attr_t *attr, void *(*fn)(void *),
 	return rc;
 }
 
-/* create - fiber_create() inside the gate. */
-static int create(fiber_t *fiber, const fiber_attr_t *attr, void *(*fn)(void *),
-		  void *arg)
+/* create - fiber_create() inside the gate; @attr NULL for defaults. */
+static int create(fiber_t *fiber, const struct fb_attr *attr,
+		  void *(*fn)(void *), void *arg)
 {
 	struct fb_fiber *f;
 	size_t size;
@@ -376,7 +424,7 @@ const char *fiber_name(fiber_t h)
 	return f->name;
 }
 
-int fiber_setaffinity(size_t setsize, const cpu_set_t *set)
+int fiber_setaffinity(size_t setsize, const void *set)
 {
 	struct fb_fiber *f = fb_current();
 	cpu_set_t s;

@@ -12,6 +12,7 @@
 #include <fiber.h>
 
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>

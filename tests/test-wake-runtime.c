@@ -6,6 +6,7 @@
  * that every wakeup was placed and counted.  Public API only.
  */
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
