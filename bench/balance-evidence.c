@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * balance-evidence.c - small runs behind the issue #4 measurements.
+ * balance-evidence.c - small runs behind the ASYM_PACKING and
+ * NUMA_IMB_AFFINITY measurements (doc/scheduler.md 4.5 and 5.5).
  *
  *   balance-evidence asym N SECONDS    N CPU-bound fibers (ebizzy-like:
  *	copy a 64 KiB record, count it, yield) started on the highest
@@ -127,7 +128,7 @@ static void *creator(void *arg)
 	uint64_t d[NR_CREATE];
 	fiber_t f[4];
 
-	/* Batches of 4 running children, as in heuristics.md H4-3. */
+	/* Batches of 4 running children, as in H4-3 (doc/scheduler.md 5.5). */
 	for (int i = 0; i < NR_CREATE; i++) {
 		fiber_attr_t a;
 		cpu_set_t set;

@@ -23,8 +23,8 @@
  *	seconds          = (latest receiver end - earliest start) / 1e9
  *	messages_per_sec = messages / seconds
  *
- * --spinners N overloads the fiber mode's LLC the way heuristics.md
- * section 2 (seed 000) is about: fiber i < N is pinned to worker i and
+ * --spinners N overloads the fiber mode's LLC the way Abel Wu's mail
+ * (doc/scheduler.md 2) is about: fiber i < N is pinned to worker i and
  * holds it for the whole run, so those workers are never idle and their
  * utilisation is 1024.  A spinner sleeps in usleep() between yields: the
  * scheduler sees a fiber running all the time, but it costs no host CPU,

@@ -249,7 +249,8 @@ static int create(fiber_t *fiber, const struct fb_attr *attr,
 	f->pf.prev = -1;
 	f->pf.recent_used = -1;
 	f->pf.attached = -1; /* attached where it first runs (sched.h) */
-	f->pf.weight = FB_PELT_CAPACITY; /* every fiber weighs 1024 (1.3) */
+	/* Every fiber weighs 1024 (doc/scheduler.md 1.3.2). */
+	f->pf.weight = FB_PELT_CAPACITY;
 	if (attr && attr->has_affinity) {
 		rc = set_affinity(&f->pf, &attr->affinity);
 		if (rc)

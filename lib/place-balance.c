@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * place-balance.c - load balancing between workers (heuristics.md 1.5, 1.6
- * and section 4), as pure decisions over a struct fb_place_view.
+ * place-balance.c - load balancing between workers (doc/scheduler.md 1.5,
+ * 1.6 and 4), as pure decisions over a struct fb_place_view.
  *
  * The model.  A worker that balances (periodically at its tick, when it
  * runs out of work, or on behalf of sleeping workers) looks at one domain at
@@ -15,25 +15,26 @@
  * count, its interval and the `imbalanced` bits, and may ask the source to
  * push its running fiber (active balance).
  *
- * Invariants.  A decision never moves a fiber to a worker it is not allowed
- * on; the destination is never the source.  Everything read from the
- * snapshot may be stale: a wrong choice costs a migration, never
- * correctness, because the caller re-checks under the run-queue locks.
- * The domain's balancing fields are written only here, by the worker that
- * owns the domain or by the balancing worker of a sleeping owner (1.8); the
- * two may overlap when the owner wakes, so every access to them is a
- * relaxed atomic one (fb_read_once, fb_write_once) and a racing update may
- * be lost: a failure counted or an interval doubled once too few.
+ * Invariants.  A decision never moves a fiber to a worker it is not allowed on;
+ * the destination is never the source.  Everything read from the snapshot may
+ * be stale: a wrong choice costs a migration, never correctness, because the
+ * caller re-checks under the run-queue locks.  The domain's balancing fields
+ * are written only here, by the worker that owns the domain or by the balancing
+ * worker of a sleeping owner (doc/scheduler.md 1.8); the two may overlap when
+ * the owner wakes, so every access to them is a relaxed atomic one
+ * (fb_read_once, fb_write_once) and a racing update may be lost: a failure
+ * counted or an interval doubled once too few.
  *
  * Alternatives rejected.  Plain work stealing (take from the longest queue,
  * place-simple's rule) ignores caches and NUMA; it stays only as the
  * fallback when no domain view exists.  Pre-emption-based active balance
  * cannot exist in a cooperative runtime: the request is a flag that the
- * source honours at its next scheduling point (1.6).
+ * source honours at its next scheduling point (doc/scheduler.md 1.6.7).
  *
- * ASYM_PACKING follows seed 001 with upstream's later form: a busy
- * destination never sees an asym group, and among asym groups the one with
- * the lowest-priority preferred worker is emptied first.
+ * ASYM_PACKING follows Srikar Dronamraju's mail with upstream's later form
+ * (doc/scheduler.md 4.2): a busy destination never sees an asym group, and
+ * among asym groups the one with the lowest-priority preferred worker is
+ * emptied first.
  */
 #include <string.h>
 
@@ -95,7 +96,7 @@ enum fb_group_type fb_group_classify(const struct fb_group_stats *s, int pct,
 	return FB_GROUP_HAS_SPARE;
 }
 
-/* heuristics.md 4(b): use_asym_prio(d, w). */
+/* doc/scheduler.md 4.2.3: use_asym_prio(d, w). */
 bool fb_place_use_asym_prio(const struct fb_place_view *v,
 			    const struct fb_domain *d, int w)
 {
@@ -106,7 +107,7 @@ bool fb_place_use_asym_prio(const struct fb_place_view *v,
 	return core_idle(v, w);
 }
 
-/* heuristics.md 4(b): asym(d, dst, src). */
+/* doc/scheduler.md 4.2.3: asym(d, dst, src). */
 bool fb_place_asym(const struct fb_place_view *v, const struct fb_domain *d,
 		   int dst, int src)
 {
@@ -114,7 +115,7 @@ bool fb_place_asym(const struct fb_place_view *v, const struct fb_domain *d,
 	       fb_asym_prefer(v->topo, dst, src);
 }
 
-/* heuristics.md 4(b): group_asym(d, dst, g). */
+/* doc/scheduler.md 4.2.3: group_asym(d, dst, g). */
 static bool group_asym(const struct fb_lb_env *env,
 		       const struct fb_sched_group *g,
 		       const struct fb_group_stats *s)
@@ -141,9 +142,9 @@ void fb_place_lb_init(struct fb_lb_env *env, const struct fb_place_view *v,
 }
 
 /*
- * should_balance - step 1: newly idle, unless work arrived; otherwise only
- * the first idle worker of the local group whose core is idle (else the
- * first idle one, else the group's first worker) balances.
+ * should_balance - doc/scheduler.md 1.6.1: newly idle, unless work arrived;
+ * otherwise only the first idle worker of the local group whose core is idle
+ * (else the first idle one, else the group's first worker) balances.
  */
 static bool should_balance(const struct fb_lb_env *env)
 {
@@ -181,7 +182,8 @@ static bool sleeping(const struct fb_place_view *v, int i)
 	return fb_place_is_sleeping(v->g, i);
 }
 
-/* group_stats - 1.5 for load balancing, over the active workers of @g. */
+/* group_stats - doc/scheduler.md 1.5 for load balancing, over the active
+ * workers of @g. */
 static void group_stats(struct fb_lb_env *env, const struct fb_sched_group *g,
 			bool local, struct fb_group_stats *s)
 {
@@ -199,8 +201,8 @@ static void group_stats(struct fb_lb_env *env, const struct fb_sched_group *g,
 
 		if (i >= v->nr_workers)
 			break;
-		/* heuristics.md 6(b): NO_BLOCKED_LOAD_RATELIMIT refreshes
-		 * the sleepers it looks at. */
+		/* doc/scheduler.md 6.2.7: NO_BLOCKED_LOAD_RATELIMIT
+		 * refreshes the sleepers it looks at. */
 		if (refresh && sleeping(v, i))
 			env->refresh(env, i);
 		w = v->w[i];
@@ -228,7 +230,8 @@ static void group_stats(struct fb_lb_env *env, const struct fb_sched_group *g,
 }
 
 /*
- * pick_busiest - step 2: should @s (group @g) replace the busiest so far?
+ * pick_busiest - doc/scheduler.md 1.6.2: should @s (group @g) replace the
+ * busiest so far?
  */
 static bool pick_busiest(const struct fb_lb_env *env,
 			 const struct fb_sched_group *g,
@@ -249,7 +252,8 @@ static bool pick_busiest(const struct fb_lb_env *env,
 	case FB_GROUP_IMBALANCED:
 		return false;
 	case FB_GROUP_ASYM_PACKING:
-		/* seed 001 fix 2: empty the lowest-priority group first. */
+		/* The second fix of Srikar Dronamraju's mail: empty the
+		 * lowest-priority group first (doc/scheduler.md 4.2.4). */
 		return fb_asym_prefer(env->v->topo, bg->asym_prefer,
 				      g->asym_prefer);
 	case FB_GROUP_SMT_BALANCE:
@@ -280,7 +284,7 @@ has_spare:
 	return false;
 }
 
-/* sibling_imbalance - 1.6 step 4, in fibers. */
+/* sibling_imbalance - doc/scheduler.md 1.6.4, in fibers. */
 static long sibling_imbalance(const struct fb_lb_env *env,
 			      const struct fb_group_stats *l,
 			      const struct fb_group_stats *b)
@@ -303,7 +307,7 @@ static unsigned long domain_avg(const struct fb_lb_env *env)
 	return env->total_load * FB_PELT_CAPACITY / env->total_capacity;
 }
 
-/* calc_imbalance - 1.6 step 4 (kernel calculate_imbalance). */
+/* calc_imbalance - doc/scheduler.md 1.6.4 (kernel calculate_imbalance). */
 static void calc_imbalance(struct fb_lb_env *env)
 {
 	struct fb_group_stats *l = &env->local, *b = &env->busiest;
@@ -335,7 +339,8 @@ static void calc_imbalance(struct fb_lb_env *env)
 			env->imbalance = sibling_imbalance(env, l, b);
 		else
 			env->imbalance = FB_MAX(0, l->idle - b->idle);
-		/* heuristics.md 5(b): the NUMA allowance (no affinity cap). */
+		/* doc/scheduler.md 5.2.4: the NUMA allowance (no affinity
+		 * cap). */
 		if (d->flags & FB_SD_NUMA)
 			env->imbalance = fb_place_numa_adjust(env->imbalance,
 							      l->nr_running + 1,
@@ -362,7 +367,7 @@ static void calc_imbalance(struct fb_lb_env *env)
 				FB_PELT_CAPACITY);
 }
 
-/* find_imbalance - 1.6 step 3 (kernel find_busiest_group). */
+/* find_imbalance - doc/scheduler.md 1.6.3 (kernel find_busiest_group). */
 static bool find_imbalance(struct fb_lb_env *env,
 			   const struct fb_sched_group *lg,
 			   const struct fb_sched_group *bg)
@@ -402,7 +407,7 @@ force:
 	return env->imbalance > 0;
 }
 
-/* busiest_worker - 1.6 step 5 (kernel find_busiest_queue). */
+/* busiest_worker - doc/scheduler.md 1.6.5 (kernel find_busiest_queue). */
 static int busiest_worker(const struct fb_lb_env *env,
 			  const struct fb_sched_group *g)
 {
@@ -421,7 +426,8 @@ static int busiest_worker(const struct fb_lb_env *env,
 		w = v->w[i];
 		if (!nr || i == env->dst)
 			continue;
-		/* 4(b) 4: never pull a lone fiber off a better worker. */
+		/* doc/scheduler.md 4.2.4 item 4: never pull a lone fiber
+		 * off a better worker. */
 		if (nr == 1 && fb_place_asym(v, env->d, i, env->dst))
 			continue;
 		switch (env->type) {
@@ -480,7 +486,7 @@ enum fb_lb_verdict fb_place_lb_find(struct fb_lb_env *env)
 	}
 	if (!d->parent && env->v->g)
 		fb_store_relaxed(&env->v->g->overloaded, env->overloaded);
-	/* heuristics.md 2(b): SIS_UTIL's depth follows the LLC level's
+	/* doc/scheduler.md 2.2.1: SIS_UTIL's depth follows the LLC level's
 	 * periodic balance, the one writer that runs while every worker of
 	 * an overloaded LLC stays busy (idle entry never comes). */
 	fb_place_update_idle_scan(env->v, env->dst, d, env->sum_util,
@@ -492,7 +498,7 @@ enum fb_lb_verdict fb_place_lb_find(struct fb_lb_env *env)
 	return env->src >= 0 ? FB_LB_PULL : FB_LB_BALANCED;
 }
 
-/* can_migrate - 1.6 step 6: may @c move from src to dst now? */
+/* can_migrate - doc/scheduler.md 1.6.6: may @c move from src to dst now? */
 static bool can_migrate(struct fb_lb_env *env, const struct fb_lb_candidate *c)
 {
 	const struct fb_domain *d = env->d;
@@ -572,7 +578,7 @@ int fb_place_lb_detach(struct fb_lb_env *env, struct fb_lb_candidate *c, int nr)
 	return moved;
 }
 
-/* need_active - 1.6 step 7 and 4(b) 5. */
+/* need_active - doc/scheduler.md 1.6.7 and 4.2.4 item 5. */
 static bool need_active(const struct fb_lb_env *env)
 {
 	const struct fb_domain *d = env->d;

@@ -1,26 +1,25 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * place-create.c - where a new fiber starts (heuristics.md 1.4 slow path,
- * 1.5 and section 5), as a pure decision over a struct fb_place_view.
+ * place-create.c - where a new fiber starts (doc/scheduler.md 1.4.4, 1.5
+ * and 5), as a pure decision over a struct fb_place_view.
  *
- * The model.  Creation walks the creator's domains top down, from the
- * highest level that carries BALANCE_CREATE (far NUMA levels do not, 1.1).
- * At each level it compares the groups by the statistics of the workers the
- * fiber may use, moves towards the idlest group when the creator's own
- * (local) group is clearly busier, and descends inside the chosen group
- * until the lowest level.  Between NUMA nodes a small imbalance is
- * tolerated (NUMA_IMB), so that fibers stay near the memory their creator
- * touches; seed 003 (NUMA_IMB_AFFINITY) caps that allowance by the number
- * of local workers the fiber may use, so that a fiber pinned to a few
- * workers per node does not pile onto them while the other node's allowed
- * workers idle.
+ * The model.  Creation walks the creator's domains top down, from the highest
+ * level that carries BALANCE_CREATE (far NUMA levels do not, doc/scheduler.md
+ * 1.1.1).  At each level it compares the groups by the statistics of the
+ * workers the fiber may use, moves towards the idlest group when the creator's
+ * own (local) group is clearly busier, and descends inside the chosen group
+ * until the lowest level.  Between NUMA nodes a small imbalance is tolerated
+ * (NUMA_IMB), so that fibers stay near the memory their creator touches; K
+ * Prateek Nayak's change (NUMA_IMB_AFFINITY, doc/scheduler.md 5.2.3) caps that
+ * allowance by the number of local workers the fiber may use, so that a fiber
+ * pinned to a few workers per node does not pile onto them while the other
+ * node's allowed workers idle.
  *
  * Invariants.  The answer is always a worker the fiber may run on.  Only
- * allowed workers are counted in a group's sums, but its weight and
- * capacity stay those of the whole group (5(b)), so a node whose allowed
- * workers are all busy can still "have spare".  The decision reads the
- * snapshot without locks; a stale value costs balance later, never
- * correctness.
+ * allowed workers are counted in a group's sums, but its weight and capacity
+ * stay those of the whole group (doc/scheduler.md 1.5), so a node whose allowed
+ * workers are all busy can still "have spare".  The decision reads the snapshot
+ * without locks; a stale value costs balance later, never correctness.
  *
  * Alternatives rejected.  Spreading to the first idle worker (place-simple)
  * separates fibers from their creator's caches and nodes, and round robin
@@ -57,7 +56,8 @@ static bool group_allows(const struct fb_place_view *v,
 	return false;
 }
 
-/* create_stats - 1.5 for creation: allowed workers of @g only. */
+/* create_stats - doc/scheduler.md 1.5 for creation: allowed workers of @g
+ * only. */
 static void create_stats(const struct fb_place_view *v,
 			 const struct fb_domain *d,
 			 const struct fb_sched_group *g,
@@ -93,7 +93,8 @@ static void create_stats(const struct fb_place_view *v,
 		s->avg_load = s->load * FB_PELT_CAPACITY / s->capacity;
 }
 
-/* idlest_better - should @s replace @best among non-local groups (1.4)? */
+/* idlest_better - should @s replace @best among non-local groups
+ * (doc/scheduler.md 1.4.4)? */
 static bool idlest_better(const struct fb_group_stats *s,
 			  const struct fb_group_stats *best)
 {
@@ -127,7 +128,7 @@ static int local_count(const struct fb_place_view *v,
 }
 
 /*
- * numa_stay - heuristics.md 5(b), creation path: both groups have spare
+ * numa_stay - doc/scheduler.md 5.2.3, creation path: both groups have spare
  * capacity on a NUMA level.  True: keep the fiber local.
  */
 static bool numa_stay(const struct fb_place_view *v, const struct fb_domain *d,
@@ -139,7 +140,8 @@ static bool numa_stay(const struct fb_place_view *v, const struct fb_domain *d,
 	int imb_nr = d->imb_numa_nr;
 	long imb = l->idle > i->idle ? l->idle - i->idle : i->idle - l->idle;
 
-	/* seed 003: cap the allowance by the local workers f may use. */
+	/* K Prateek Nayak's mail: cap the allowance by the local workers f
+	 * may use. */
 	if (fb_feat(NUMA_IMB_AFFINITY) && pf->allowed &&
 	    pf->nr_allowed < v->nr_workers)
 		imb_nr = FB_MIN(local_count(v, lg, pf), imb_nr);
@@ -316,8 +318,8 @@ static int first_allowed(const struct fb_place_view *v,
 	return -1;
 }
 
-/* create_domain - 1.4: the highest level of @this, bottom up without a
- * gap, that carries BALANCE_CREATE. */
+/* create_domain - doc/scheduler.md 1.4.4: the highest level of @this, bottom up
+ * without a gap, that carries BALANCE_CREATE. */
 static const struct fb_domain *create_domain(const struct fb_sched_view *t,
 					     int this)
 {

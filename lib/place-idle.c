@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * place-idle.c - balancing around idleness: newly-idle balancing (1.7), the
- * periodic trigger (1.6), balancing for sleeping workers (1.8) and the
- * rules that keep blocked-load decay off the critical path (section 6).
+ * place-idle.c - balancing around idleness: newly-idle balancing
+ * (doc/scheduler.md 1.7), the periodic trigger (doc/scheduler.md 1.6.8),
+ * balancing for sleeping workers (doc/scheduler.md 1.8) and the rules that
+ * keep blocked-load decay off the critical path (doc/scheduler.md 6.2).
  *
  * The model.  A worker that runs out of work may pull from others before it
  * polls or sleeps, but only when someone is overloaded and its expected idle
@@ -13,7 +14,8 @@
  * them.  Blocked load is refreshed at most once per tick per worker (the
  * stamp is written first), sleepers on a 32 ms cadence and only while some
  * load remains, and newly-idle balancing touches only its own worker's load
- * (BLOCKED_LOAD_RATELIMIT; seed 004 and upstream's answer to it).
+ * (BLOCKED_LOAD_RATELIMIT; upstream's answer to Vincent Guittot's review of
+ * Joel Fernandes' patch, doc/scheduler.md 6).
  *
  * Everything here is a decision or a bookkeeping step on the view: time
  * (ns and tick numbers), random draws and the clock used to measure costs
@@ -21,19 +23,19 @@
  * milliseconds without a thread.  The runtime provides the hooks that take
  * run-queue locks and move fibers (struct fb_balance_ops).
  *
- * Memory ordering.  Global flags are hints read relaxed; the only ordering
- * that matters is the kicked worker's: it clears has_blocked/needs_update,
- * then a full fence, then reads the sleepers, so that a sleeper entering
- * after the fence either is seen or sets the flags again (1.8).
+ * Memory ordering.  Global flags are hints read relaxed; the only ordering that
+ * matters is the kicked worker's: it clears has_blocked/needs_update, then a
+ * full fence, then reads the sleepers, so that a sleeper entering after the
+ * fence either is seen or sets the flags again (doc/scheduler.md 1.8).
  *
- * Alternative rejected: a fixed rate for blocked-load updates (the seed's
- * 20 per second) - it bounds the work but not where it happens; upstream
- * moved the work off newly-idle balancing instead.
+ * Alternative rejected: a fixed rate for blocked-load updates (Joel Fernandes'
+ * 20 per second) - it bounds the work but not where it happens; upstream moved
+ * the work off newly-idle balancing instead.
  */
 #include "place.h"
 
 #define NS_PER_MS 1000000ull
-#define NEWIDLE_COST_DECAY_NS 1000000000ull /* 1 s, heuristics.md 1.7 */
+#define NEWIDLE_COST_DECAY_NS 1000000000ull /* 1 s, doc/scheduler.md 1.7 */
 
 static bool sleeping(const struct fb_place_view *v, int i)
 {
@@ -103,7 +105,7 @@ bool fb_place_ni_random_run(struct fb_domain *d, uint32_t draw,
 	*weight = 1;
 	if (!fb_feat(NI_RANDOM))
 		return true;
-	/* heuristics.md 1.7 NI_RANDOM: run iff draw <= 1 + ratio. */
+	/* doc/scheduler.md 6.2.6, NI_RANDOM: run iff draw <= 1 + ratio. */
 	if (draw % 1024 > w) {
 		fb_place_newidle_stats(d, 0);
 		return false;
@@ -152,7 +154,7 @@ bool fb_place_decay_blocked(struct fb_pworker *w, uint64_t now_ns,
 {
 	bool left;
 
-	/* heuristics.md 6(b) rule 1: stamp first, so that a concurrent
+	/* doc/scheduler.md 6.2.1, rule 1: stamp first, so that a concurrent
 	 * refresher of @w skips it (BLOCKED_LOAD_RATELIMIT). */
 	if (fb_feat(BLOCKED_LOAD_RATELIMIT)) {
 		fb_place_blocked_stamp(w, now_tick);
@@ -192,7 +194,7 @@ static uint64_t clock_of(const struct fb_balance_ops *ops)
 	return ops->clock ? ops->clock(ops->arg) : 0;
 }
 
-/* newidle_walk - the domain loop of 1.7 after the gate. */
+/* newidle_walk - the domain loop of doc/scheduler.md 1.7 after the gate. */
 static void newidle_walk(const struct fb_place_view *v, int w, uint64_t now_ns,
 			 uint64_t *next, const struct fb_balance_ops *ops,
 			 struct fb_newidle_result *res, uint64_t t0)
@@ -249,7 +251,8 @@ void fb_place_newidle(const struct fb_place_view *v, int w, uint64_t now_ns,
 	if (fb_load_relaxed(&pw->ttwu_pending))
 		return;
 	fb_store_relaxed(&pw->idle_stamp, now_ns);
-	/* Before the gate only without BLOCKED_LOAD_RATELIMIT (6(b)). */
+	/* Before the gate only without BLOCKED_LOAD_RATELIMIT
+	 * (doc/scheduler.md 6.2.7). */
 	if (!fb_feat(BLOCKED_LOAD_RATELIMIT)) {
 		decay_own(v, w, now_ns, now_tick, ops);
 		res->own_decayed = true;
@@ -265,7 +268,8 @@ void fb_place_newidle(const struct fb_place_view *v, int w, uint64_t now_ns,
 		goto out;
 	}
 	{
-		/* Rule 3: the decay is charged to the first domain's cost. */
+		/* Rule 3 (doc/scheduler.md 6.2.3): the decay is charged to
+		 * the first domain's cost. */
 		uint64_t t0 = clock_of(ops);
 
 		if (fb_feat(BLOCKED_LOAD_RATELIMIT)) {
@@ -357,7 +361,8 @@ void fb_place_sleep_exit(const struct fb_place_view *v, int w)
 		atomic_fetch_add(busy, 1);
 }
 
-/* asym_kick - 4(b) 6: a sleeper of w's asym domain has priority over w. */
+/* asym_kick - doc/scheduler.md 4.2.4 item 6: a sleeper of w's asym domain
+ * has priority over w. */
 static bool asym_kick(const struct fb_place_view *v, int w)
 {
 	const struct fb_domain *d;
@@ -556,7 +561,7 @@ int fb_place_tick(const struct fb_place_view *v, int w, uint64_t now_ns,
 	unsigned flags;
 
 	if (v->topo && now_ns >= fb_read_once(&v->w[w]->next_balance)) {
-		/* heuristics.md 6(b) rule 5: once per balance trigger. */
+		/* doc/scheduler.md 6.2.5, rule 5: once per balance trigger. */
 		decay_own(v, w, now_ns, now_tick, ops);
 		fb_place_rebalance(v, w, now_ns, tick_ns,
 				   fb_worker_is_idle(v->w[w]) ? FB_LB_IDLE :

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * place-pelt.c - PELT-like load and utilisation averages (heuristics.md 1.3).
+ * place-pelt.c - PELT-like load and utilisation averages (doc/scheduler.md
+ * 1.3).
  *
  * The model.  Time is cut into periods of 1024 units of 1024 ns.  A fiber's
  * history is a geometric series: the current, unfinished period counts in
@@ -26,15 +27,15 @@
  *
  * and d3 counts in full.  Without a boundary the elapsed units simply add.
  *
- * Workers.  A worker's sums are the sums of those of the fibers attached to
- * it.  They are not recomputed from the fibers: the worker runs the same
- * update with the total weight of its runnable fibers and their number, and
- * since decay is linear the result tracks the fibers' sum (up to rounding)
- * as long as the fibers share the worker's period position, which attach
- * forces.  A fiber that blocks stays attached; its share keeps decaying
- * inside the worker's sums, and that remainder is the blocked load
- * (heuristics.md 6).  Moving a fiber: sync it to the old worker's clock,
- * detach it there, attach it on the new one.
+ * Workers.  A worker's sums are the sums of those of the fibers attached to it.
+ * They are not recomputed from the fibers: the worker runs the same update with
+ * the total weight of its runnable fibers and their number, and since decay is
+ * linear the result tracks the fibers' sum (up to rounding) as long as the
+ * fibers share the worker's period position, which attach forces.  A fiber that
+ * blocks stays attached; its share keeps decaying inside the worker's sums, and
+ * that remainder is the blocked load (doc/scheduler.md 1.3.3 and 6).  Moving a
+ * fiber: sync it to the old worker's clock, detach it there, attach it on the
+ * new one.
  *
  * Invariants.  period_contrib < 1024.  last_update only grows, except when
  * a fiber takes its worker's clock on attach and for the backwards clock of
@@ -44,7 +45,7 @@
  *
  * Choices and rejected alternatives.
  * - Averages are derived only when a period boundary is crossed (the
- *   kernel's rule), not at every update as the pseudocode of 1.3 reads:
+ *   kernel's rule, doc/scheduler.md 1.3.2), not at every update:
  *   three 64-bit divisions at every switch would cost more than the rest of
  *   the update, and within a period the series grows by at most one period,
  *   so the average is at most ~1 ms stale.  Attach and detach keep averages

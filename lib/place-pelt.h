@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * place-pelt.h - PELT-like load and utilisation averages (heuristics.md 1.3).
+ * place-pelt.h - PELT-like load and utilisation averages (doc/scheduler.md
+ * 1.3).
  *
  * Each fiber and each worker carries a struct fb_pelt: three geometric sums
  * of the time it was runnable (load, runnable) and running (util), decayed
@@ -44,7 +45,7 @@
 #define FB_PELT_CAPACITY_SHIFT 10
 #define FB_PELT_CAPACITY (1ul << FB_PELT_CAPACITY_SHIFT)
 
-/* avg_idle start values (heuristics.md 1.3): 1 ms and 500 us. */
+/* avg_idle start values (doc/scheduler.md 1.3.5): 1 ms and 500 us. */
 #define FB_AVG_IDLE_INIT_NS 1000000ull
 #define FB_MAX_IDLE_BALANCE_COST_INIT_NS 500000ull
 
@@ -78,7 +79,7 @@ struct fb_pelt {
  * fb_pelt_init - fill the decay table and check FB_LOAD_AVG_MAX.
  * Runs by itself at load time (a constructor); calling it again is safe from
  * any thread and does nothing.  Stops the process (fb_die) if the table or
- * the saturated sum does not come out as heuristics.md 1.3 says.
+ * the saturated sum does not come out as doc/scheduler.md 1.3.1 says.
  */
 void fb_pelt_init(void);
 
@@ -275,7 +276,7 @@ static inline unsigned long fb_pelt_util(const struct fb_pelt *w)
 
 /*
  * fb_pelt_is_decayed - every sum is 0: nothing left to decay, so the
- * worker's has_blocked_load may be cleared (heuristics.md 6 (b), rule 1).
+ * worker's has_blocked_load may be cleared (doc/scheduler.md 1.3.3).
  */
 static inline bool fb_pelt_is_decayed(const struct fb_pelt *p)
 {

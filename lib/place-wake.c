@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * place-wake.c - where a woken fiber runs, and how the wakeup is delivered
- * (heuristics.md 1.4, sections 2 and 3).
+ * (doc/scheduler.md 1.4, 2 and 3).
  *
  * The model.  A wakeup is cheap only if it stays cheap: the waker decides in
  * a few cache misses, reading a snapshot of the workers (struct fb_pworker)
@@ -16,25 +16,26 @@
  *             target's LLC, cheapest candidates first: the target, @prev,
  *             the recently used worker, an SMT sibling of @prev, then a scan
  *             of the LLC whose depth SIS_UTIL derives from the LLC's
- *             utilisation (section 2).  When the has_idle_cores hint is set
- *             the scan looks for whole idle cores instead; an overloaded LLC
- *             then gets either no core scan (mainline), a scan of two cores
- *             (SIS_CORE_LIMIT, seed 000) or a full one (SIS_CORE_FULL).
+ *             utilisation (doc/scheduler.md 2.2.1).  When the
+ *             has_idle_cores hint is set the scan looks for whole idle cores
+ *             instead; an overloaded LLC then gets either no core scan
+ *             (mainline), a scan of two cores (SIS_CORE_LIMIT, Abel Wu's
+ *             mail) or a full one (SIS_CORE_FULL); doc/scheduler.md 2.2.2.
  *
  * Delivery (fb_place_use_wakelist) picks the target's wakelist for every
- * cross-LLC and foreign wakeup and, with TTWU_QUEUE_IDLE (seed 002), for an
- * idle target of the same LLC; the waker's own worker is always enqueued
- * directly.
+ * cross-LLC and foreign wakeup and, with TTWU_QUEUE_IDLE (Tianchen Ding's
+ * mail), for an idle target of the same LLC; the waker's own worker is
+ * always enqueued directly (doc/scheduler.md 3.2.1).
  *
  * Invariants.  The answer is always a worker the fiber allows: every
  * candidate is tested, and a target the fiber may no longer use (its mask
  * changed while it slept) falls back to the first allowed worker, idle ones
  * and @prev's LLC first.  Every input is a hint: nr_running, ttwu_pending,
  * the PELT averages and the per-LLC words may change while we read them,
- * which costs a worse placement, never correctness (design.md: placement is
- * advice).  Hence relaxed loads everywhere, and the two per-LLC words are
- * stored only when their value changes, so that a wake storm does not bounce
- * the line between the workers of an LLC.
+ * which costs a worse placement, never correctness (placement is advice,
+ * doc/design.md 6).  Hence relaxed loads everywhere, and the two per-LLC
+ * words are stored only when their value changes, so that a wake storm does
+ * not bounce the line between the workers of an LLC.
  *
  * Without a domain view (the runtime before it publishes one) every worker
  * counts as one LLC without SMT: no idle-core hint, a full scan.
@@ -87,7 +88,7 @@ static void llc_span(const struct fb_place_view *v, int w, struct fb_wmask *m)
 		fb_wmask_set(m, i);
 }
 
-/* ---- wake_affine (heuristics.md 1.4) ------------------------------------ */
+/* ---- wake_affine (doc/scheduler.md 1.4.1) ------------------------------- */
 
 /*
  * record_wakee - @waker wakes @pf: count a flip when it wakes another fiber
@@ -214,7 +215,7 @@ static int wake_target(const struct fb_place_view *v,
 	return prev;
 }
 
-/* ---- the LLC scan (heuristics.md section 2) ----------------------------- */
+/* ---- the LLC scan (doc/scheduler.md 2.2.2) ------------------------------ */
 
 struct scan {
 	const struct fb_place_view *v;
@@ -328,7 +329,7 @@ static const struct fb_wmask *cluster_span(const struct fb_place_view *v,
 
 /*
  * scan_budget - the scan's budget from SIS_UTIL's depth n, or false when
- * there is to be no scan at all.  heuristics.md 2(b):
+ * there is to be no scan at all.  doc/scheduler.md 2.2.2:
  *	no hint:   n probes, none when n == 0;
  *	hint set:  unbounded when n > 0; when n == 0 two cores with
  *	           SIS_CORE_LIMIT, unbounded with SIS_CORE_FULL, else none
@@ -365,7 +366,8 @@ static bool scan_budget(struct scan *s, int target)
 
 /*
  * select_idle_cpu - an idle core (@core) or idle worker of @target's LLC
- * that @s->pf allows, or -1.  heuristics.md: bounded idle scan (seed 000).
+ * that @s->pf allows, or -1.  doc/scheduler.md 2.2.2: the bounded idle scan
+ * (Abel Wu's mail).
  */
 static int select_idle_cpu(struct scan *s, int target)
 {
@@ -395,8 +397,9 @@ static int select_idle_cpu(struct scan *s, int target)
 		s->res->pick = s->core ? FB_PICK_IDLE_CORE : FB_PICK_SCAN_HIT;
 		return i;
 	}
-	/* The hint was wrong, or the bounded scan (seed 000) saw no idle core:
-	 * clear it, so that the next wakeups scan for workers only. */
+	/* The hint was wrong, or the bounded scan saw no idle core: clear it,
+	 * so that the next wakeups scan for workers only (doc/scheduler.md
+	 * 2.2.3). */
 	if (s->core &&
 	    fb_load_relaxed(&v->topo->llc_shared[target]->has_idle_cores))
 		fb_store_relaxed(&v->topo->llc_shared[target]->has_idle_cores,
@@ -406,7 +409,7 @@ static int select_idle_cpu(struct scan *s, int target)
 	return s->fallback;
 }
 
-/* ---- select_idle_sibling (heuristics.md 1.4) ---------------------------- */
+/* ---- select_idle_sibling (doc/scheduler.md 1.4.2) ----------------------- */
 
 /* idle_smt_sibling - an idle allowed sibling of @prev other than itself. */
 static int idle_smt_sibling(const struct fb_place_view *v,
@@ -537,7 +540,7 @@ int fb_place_select_wake(const struct fb_place_view *v, struct fb_pfiber *pf,
 	return first_allowed(v, pf, prev);
 }
 
-/* ---- delivery (heuristics.md section 3) --------------------------------- */
+/* ---- delivery (doc/scheduler.md 3.2.1) ---------------------------------- */
 
 bool fb_place_use_wakelist(const struct fb_place_view *v,
 			   const struct fb_pfiber *pf, int t, int this)
@@ -547,20 +550,20 @@ bool fb_place_use_wakelist(const struct fb_place_view *v,
 	if (!fb_pfiber_allows(pf, t))
 		return false;
 	/* A foreign thread never locks a worker's run queue (libfiber's
-	 * choice, heuristics.md 3(b)). */
+	 * choice, doc/scheduler.md 3.7). */
 	if (this < 0)
 		return true;
 	if (!same_llc(v, this, t))
 		return true;
 	if (t == this)
 		return false;
-	/* Seed 002: nr_running, not idleness: the wakee has already left its
-	 * old worker, which may still show ttwu_pending. */
+	/* Tianchen Ding's mail: nr_running, not idleness: the wakee has already
+	 * left its old worker, which may still show ttwu_pending. */
 	return fb_feat(TTWU_QUEUE_IDLE) &&
 	       fb_load_relaxed(&v->w[t]->nr_running) == 0;
 }
 
-/* ---- upkeep of the per-LLC words (heuristics.md section 2) -------------- */
+/* ---- upkeep of the per-LLC words (doc/scheduler.md 2.2.1, 2.2.3) ------- */
 
 int fb_place_idle_scan_depth(int llc_size, unsigned long sum_util,
 			     int imbalance_pct)

@@ -62,28 +62,32 @@ struct fb_pworker {
 	_Atomic uint64_t idle_stamp;	   /* ns when it went idle, 0 when busy;
 				   owner writes, placement reads others' */
 
-	/* Load tracking (heuristics.md 1.3): sums of the fibers attached to
-	 * the worker, blocked ones included.  Written by the owner while it
+	/* Load tracking (doc/scheduler.md 1.3): sums of the fibers attached
+	 * to the worker, blocked ones included.  Written by the owner while it
 	 * is busy, else under the rq lock; the averages are read without
 	 * locks by placement (fb_pelt_load() and friends, place-pelt.h). */
 	struct fb_pelt avg fb_cacheline_aligned;
 	unsigned long runnable_weight; /* sum of runnable fibers' weights;
 					   avg's writer, like avg */
-	uint64_t avg_idle;	       /* ns; 1.3, initial 1 ms */
+	uint64_t avg_idle;	       /* ns; initial 1 ms (doc/scheduler.md
+					  1.3.5) */
 	/* Written by the owner, and by the balancing worker while the owner
-	 * sleeps (1.8), which may overlap its waking: every access is
-	 * fb_read_once/fb_write_once (atomic.h); a lost update is a hint
-	 * lost. */
+	 * sleeps (doc/scheduler.md 1.8), which may overlap its waking: every
+	 * access is fb_read_once/fb_write_once (atomic.h); a lost update is
+	 * a hint lost.  next_balance: doc/scheduler.md 1.6.8. */
 	uint64_t max_idle_balance_cost; /* ns; initial 500 us */
-	uint64_t next_balance;		/* ns; 1.6 */
-	/* Blocked load (section 6, 1.8). */
+	uint64_t next_balance;		/* ns */
+	/* Blocked load (doc/scheduler.md 6.2), kicks (doc/scheduler.md 1.8)
+	 * and the active balance request (push_target, -1 none;
+	 * doc/scheduler.md 1.6.7). */
 	atomic_bool has_blocked_load;
 	_Atomic uint64_t last_blocked_load_update_tick;
-	atomic_uint kick_flags;	    /* FB_KICK_*; 1.8 */
-	atomic_int push_target;	    /* active balance request, -1 none; 1.6 */
+	atomic_uint kick_flags; /* FB_KICK_* */
+	atomic_int push_target;
 	uint64_t rng;		    /* per-worker PRNG (NI_RANDOM); owner */
-	uint64_t nr_blocked_decays; /* decay_blocked runs (6(b)); rq lock,
-				       fb_write_once; read lock-free */
+	uint64_t nr_blocked_decays; /* decay_blocked runs (doc/scheduler.md
+				       6.2.1); rq lock, fb_write_once; read
+				       lock-free */
 	/* avg is the owner's while this is true (it runs fibers and updates
 	 * avg at every switch without a lock); while false (idle) avg is
 	 * written under the rq lock, also by others refreshing a sleeper's
@@ -94,7 +98,7 @@ struct fb_pworker {
 	struct fb_pelt_removed removed fb_cacheline_aligned;
 };
 
-/* Kick flags of 1.8. */
+/* Kick flags (doc/scheduler.md 1.8). */
 enum { FB_KICK_STATS = 1, FB_KICK_BALANCE = 2, FB_KICK_NEXT = 4 };
 
 /* fb_worker_is_idle - no fiber running or queued, no handoff in flight. */
@@ -104,25 +108,28 @@ static inline bool fb_worker_is_idle(const struct fb_pworker *w)
 	       fb_load_relaxed(&w->ttwu_pending) == 0;
 }
 
-/* Per-fiber placement record (heuristics.md 1.2).  Written by whoever owns
- * the fiber at the time (its worker, or the waker that made it runnable). */
+/* Per-fiber placement record (doc/scheduler.md 1.2).  Written by whoever
+ * owns the fiber at the time (its worker, or the waker that made it
+ * runnable).  recent_used: step 3 of select_idle_sibling, doc/scheduler.md
+ * 1.4.2; wakee_flips: record_wakee, doc/scheduler.md 1.4.1; last_ran_ns:
+ * the cache-hot test, doc/scheduler.md 1.6.6. */
 struct fb_pfiber {
 	cpu_set_t *allowed; /* NULL: every worker */
 	int nr_allowed;	    /* 0 when allowed == NULL */
 	bool custom_affinity;
-	int prev;		  /* worker it last ran on, -1 before */
-	int recent_used;	  /* 1.4 select_idle_sibling step 3, -1 none */
-	unsigned long weight;	  /* 1024 */
-	struct fb_pelt avg;	  /* its own averages */
-	int attached;		  /* worker whose sums hold its share, -1 */
-	bool avg_queued;	  /* runnable since avg.last_update */
-	unsigned int wakee_flips; /* 1.4 record_wakee */
+	int prev;	      /* worker it last ran on, -1 before */
+	int recent_used;      /* -1 none */
+	unsigned long weight; /* 1024 */
+	struct fb_pelt avg;   /* its own averages */
+	int attached;	      /* worker whose sums hold its share, -1 */
+	bool avg_queued;      /* runnable since avg.last_update */
+	unsigned int wakee_flips;
 	const struct fb_pfiber *last_wakee;
 	uint64_t wakee_flip_decay_ns;
-	uint64_t last_ran_ns; /* cache-hot test (1.6) */
+	uint64_t last_ran_ns;
 };
 
-/* Runtime-wide placement state (1.2 "Global"). */
+/* Runtime-wide placement state (doc/scheduler.md 1.2, "Global"). */
 struct fb_place_global {
 	atomic_bool overloaded;	  /* some worker has > 1 runnable fiber */
 	struct fb_wmask sleeping; /* sleeping workers; bits set/cleared by
@@ -132,11 +139,13 @@ struct fb_place_global {
 	_Atomic uint64_t next_blocked; /* ns */
 	_Atomic uint64_t next_balance; /* ns */
 	atomic_bool needs_update;
-	atomic_bool balance_running; /* SERIALIZE levels (1.6): one at a
-					time; acquire on take, release */
+	atomic_bool balance_running; /* SERIALIZE levels (doc/scheduler.md
+					1.6.8): one at a time; acquire on
+					take, release */
 	/* LIBFIBER_BLOCKED_LOAD_INTERVAL_MS: a sleeper's blocked load is
-	 * refreshed at most once per this many ticks (6(c), the seed's own
-	 * 50 ms proposal as an experiment knob); 0 or 1 = once per tick. */
+	 * refreshed at most once per this many ticks (doc/scheduler.md
+	 * 6.2.8: Joel Fernandes' 50 ms proposal as an experiment knob); 0 or
+	 * 1 = once per tick. */
 	unsigned int blocked_min_ticks;
 };
 
@@ -174,7 +183,7 @@ static inline bool fb_place_is_sleeping(const struct fb_place_global *g, int i)
 			    1;
 }
 
-/* ---- wake path (place-wake.c; issue #5) ---- */
+/* ---- wake path (place-wake.c; doc/scheduler.md 1.4, 2, 3) ---- */
 
 /*
  * Wake flags placement understands.  Same values as the scheduler's FB_WF_*
@@ -185,18 +194,19 @@ static inline bool fb_place_is_sleeping(const struct fb_place_global *g, int i)
 
 /*
  * Cores the idle-core scan inspects when the LLC looks overloaded and
- * SIS_CORE_LIMIT is on: 2 (heuristics.md 2(c); seed 000 sets the kernel's
- * pre-decremented loop counter to 3).
+ * SIS_CORE_LIMIT is on: 2 (doc/scheduler.md 2.3; Abel Wu's mail sets the
+ * kernel's pre-decremented loop counter to 3).
  */
 #define FB_SIS_CORE_LIMIT_NR 2
 /* record_wakee halves a waker's wakee_flips at most once per 1 s
- * (heuristics.md 1.4; the kernel's HZ jiffies). */
+ * (doc/scheduler.md 1.4.1; the kernel's HZ jiffies). */
 #define FB_WAKEE_FLIP_DECAY_NS 1000000000ull
-/* imbalance_pct of the LLC level (heuristics.md 1.1), used when the view
- * has no domains. */
+/* imbalance_pct of the LLC level (doc/scheduler.md 1.1.1), used when the
+ * view has no domains. */
 #define FB_LLC_IMBALANCE_PCT 117
 
-/* Which step of select_idle_sibling (heuristics.md 1.4) gave the answer. */
+/* Which step of select_idle_sibling (doc/scheduler.md 1.4.2) gave the
+ * answer. */
 enum fb_wake_pick {
 	FB_PICK_TARGET,	   /* step 1: the target (waker's or previous
 			      worker) is idle */
@@ -227,7 +237,7 @@ struct fb_wake_result {
 
 /*
  * fb_place_select_wake - the worker a woken fiber @pf should run on
- * (heuristics.md 1.4 fast path, section 2 scan).
+ * (doc/scheduler.md 1.4.1 to 1.4.3, the scan of 2.2.2).
  * @waker: the waking fiber's record, NULL for a foreign thread or a
  *	worker outside any fiber; record_wakee updates it.
  * @this: the waker's worker, -1 for a foreign thread (no wake-affine).
@@ -249,7 +259,7 @@ int fb_place_select_wake(const struct fb_place_view *v, struct fb_pfiber *pf,
 /*
  * fb_place_use_wakelist - deliver a wakeup of @pf onto worker @t through
  * @t's wakelist (true) or by locking its run queue (false); @this is the
- * waker's worker or -1 for a foreign thread (heuristics.md 3(b),
+ * waker's worker or -1 for a foreign thread (doc/scheduler.md 3.2.1,
  * TTWU_QUEUE and TTWU_QUEUE_IDLE).  Whether @t is going offline is the
  * caller's test.  Context: any thread; reads the view without locks.
  */
@@ -259,7 +269,7 @@ bool fb_place_use_wakelist(const struct fb_place_view *v,
 /*
  * fb_place_idle_scan_depth - SIS_UTIL's scan depth for an LLC of
  * @llc_size workers whose utilisations sum to @sum_util, at the LLC level's
- * @imbalance_pct (heuristics.md 2(b)):
+ * @imbalance_pct (doc/scheduler.md 2.2.1):
  *	x = sum_util / llc_size, t = min(x^2 pct^2 / (10000 x 1024), 1024),
  *	n = (1024 - t) x llc_size / 1024.
  * Context: any; pure.
@@ -289,16 +299,16 @@ bool fb_place_update_idle_scan(const struct fb_place_view *v, int this,
 /*
  * fb_place_update_idle_core - worker @w has just gone idle: if the topology
  * has SMT, the hint is clear and every other worker of @w's core is idle,
- * set its LLC's has_idle_cores (heuristics.md 2(b)).  Only a failed
+ * set its LLC's has_idle_cores (doc/scheduler.md 2.2.3).  Only a failed
  * idle-core scan clears it.
  * Return: whether it set the hint.
  * Context: worker @w, on entering its idle loop; no lock.
  */
 bool fb_place_update_idle_core(const struct fb_place_view *v, int w);
 
-/* ---- creation and balancing (place-create.c, place-balance.c; issue #4) ---- */
+/* ---- creation and balancing (place-create.c, place-balance.c) ---- */
 
-/* Kernel sysctl_sched_migration_cost: 500 us (heuristics.md 0.1). */
+/* Kernel sysctl_sched_migration_cost: 500 us (doc/scheduler.md 0.1). */
 #define FB_MIGRATION_COST_NS 500000ull
 /* Kernel NUMA_IMBALANCE_MIN: imbalances up to 2 fibers are tolerated. */
 #define FB_NUMA_IMBALANCE_MIN 2
@@ -306,17 +316,20 @@ bool fb_place_update_idle_core(const struct fb_place_view *v, int w);
 #define FB_LB_NR_MIGRATE 32
 /* Kernel MAX_PINNED_INTERVAL: interval cap when everything was pinned, ms. */
 #define FB_LB_MAX_PINNED_INTERVAL_MS 512u
-/* Cadence of STATS passes for sleepers: LOAD_AVG_PERIOD ms (6(b) rule 2). */
+/* Cadence of STATS passes for sleepers: LOAD_AVG_PERIOD ms
+ * (doc/scheduler.md 6.2.2). */
 #define FB_BLOCKED_PERIOD_NS (32ull * 1000000ull)
-/* Newly-idle success statistics window (1.7, NI_RANDOM). */
+/* Newly-idle success statistics window (NI_RANDOM, doc/scheduler.md
+ * 6.2.6). */
 #define FB_NEWIDLE_WINDOW 1024u
-/* Kick flag of 6(b) rule 4: run the STATS pass locally before sleeping. */
+/* Kick flag of doc/scheduler.md 6.2.4: run the STATS pass locally before
+ * sleeping. */
 enum { FB_KICK_NEWILB = 8 };
 #define FB_KICK_MASK (FB_KICK_STATS | FB_KICK_BALANCE | FB_KICK_NEXT)
 
 /*
- * Group types of heuristics.md 1.5, least busy first; comparisons use the
- * order.  MISFIT exists only to keep the kernel's order: never produced.
+ * Group types of doc/scheduler.md 1.5, least busy first; comparisons use
+ * the order.  MISFIT exists only to keep the kernel's order: never produced.
  */
 enum fb_group_type {
 	FB_GROUP_HAS_SPARE,
@@ -328,8 +341,8 @@ enum fb_group_type {
 	FB_GROUP_OVERLOADED,
 };
 
-/* Statistics of one group (1.5).  Sums over the counted workers; weight,
- * capacity and nr_cores are those of the whole group. */
+/* Statistics of one group (doc/scheduler.md 1.5).  Sums over the counted
+ * workers; weight, capacity and nr_cores are those of the whole group. */
 struct fb_group_stats {
 	unsigned long load;	/* sum of load_avg */
 	unsigned long util;	/* sum of min(util_avg, 1024) */
@@ -343,35 +356,40 @@ struct fb_group_stats {
 	enum fb_group_type type;
 };
 
-/* fb_group_has_capacity - 1.5 has_capacity with imbalance_pct @pct. */
+/* fb_group_has_capacity - has_capacity (doc/scheduler.md 1.5) with
+ * imbalance_pct @pct. */
 bool fb_group_has_capacity(const struct fb_group_stats *s, int pct);
-/* fb_group_is_overloaded - 1.5 is_overloaded with imbalance_pct @pct. */
+/* fb_group_is_overloaded - is_overloaded (doc/scheduler.md 1.5) with
+ * imbalance_pct @pct. */
 bool fb_group_is_overloaded(const struct fb_group_stats *s, int pct);
 /*
- * fb_group_classify - the type of a group (1.5), tests in the spec's
- * order: overloaded, the group's @imbalanced bit, @asym (4(b) 1, load
- * balancing only), @smt_balance (load balancing only), fully busy, spare.
+ * fb_group_classify - the type of a group, tests in the order of
+ * doc/scheduler.md 1.5: overloaded, the group's @imbalanced bit, @asym
+ * (4.2.4 item 1, load balancing only), @smt_balance (load balancing only),
+ * fully busy, spare.
  */
 enum fb_group_type fb_group_classify(const struct fb_group_stats *s, int pct,
 				     bool imbalanced, bool asym,
 				     bool smt_balance);
 
 /*
- * fb_place_numa_adjust - 5(b) adjust(): the NUMA imbalance left after the
- * allowance; 0 means "tolerate".  Reads NUMA_IMB.  Context: any.
+ * fb_place_numa_adjust - numa_adjust() of doc/scheduler.md 5.2.2: the NUMA
+ * imbalance left after the allowance; 0 means "tolerate".  Reads NUMA_IMB.
+ * Context: any.
  */
 long fb_place_numa_adjust(long imbalance, int dst_running, int imb_nr);
 
 /* What creation placement noticed, for statistics (may be NULL). */
 struct fb_create_info {
-	unsigned nr_numa_imb_kept; /* levels where 5(b) kept the fiber local
-				      under an allowed NUMA imbalance */
+	unsigned nr_numa_imb_kept; /* levels where doc/scheduler.md 5.2.3
+				      kept the fiber local under an allowed
+				      NUMA imbalance */
 	unsigned nr_levels;	   /* find_idlest_group calls */
 };
 
 /*
  * fb_place_select_create - the worker a new fiber @pf starts on
- * (heuristics.md 1.4 slow path, section 5).  @this is the creator's worker
+ * (doc/scheduler.md 1.4.4 and 5.2.3).  @this is the creator's worker
  * or -1 for a foreign thread (a round-robin worker's domains are walked).
  * Without a domain view, the first idle allowed worker from @this.
  * Always returns an allowed worker.  @info may be NULL.
@@ -381,24 +399,27 @@ int fb_place_select_create(const struct fb_place_view *v,
 			   const struct fb_pfiber *pf, int this,
 			   struct fb_create_info *info);
 /*
- * fb_place_find_idlest_group - 1.4 find_idlest_group(@d, @pf, @this): the
- * index of the group of @d to move towards, or -1 to stay.
+ * fb_place_find_idlest_group - find_idlest_group(@d, @pf, @this) of
+ * doc/scheduler.md 1.4.4: the index of the group of @d to move towards, or
+ * -1 to stay.
  */
 int fb_place_find_idlest_group(const struct fb_place_view *v,
 			       const struct fb_domain *d,
 			       const struct fb_pfiber *pf, int this,
 			       struct fb_create_info *info);
-/* fb_place_find_idlest_worker_in - 1.4: the allowed worker of @g to use. */
+/* fb_place_find_idlest_worker_in - the allowed worker of @g to use
+ * (doc/scheduler.md 1.4.4). */
 int fb_place_find_idlest_worker_in(const struct fb_place_view *v,
 				   const struct fb_sched_group *g,
 				   const struct fb_pfiber *pf);
-/* fb_place_find_idlest_worker - 1.4 slow path from domain @d of @this. */
+/* fb_place_find_idlest_worker - the slow path of doc/scheduler.md 1.4.4
+ * from domain @d of @this. */
 int fb_place_find_idlest_worker(const struct fb_place_view *v,
 				const struct fb_domain *d,
 				const struct fb_pfiber *pf, int this,
 				struct fb_create_info *info);
 
-/* ---- load balancing (place-balance.c; heuristics.md 1.5, 1.6, 4) ---- */
+/* ---- load balancing (place-balance.c; doc/scheduler.md 1.5, 1.6, 4) ---- */
 
 enum fb_idle_kind { FB_LB_BUSY, FB_LB_IDLE, FB_LB_NEWLY_IDLE };
 enum fb_migration { FB_MIGRATE_LOAD, FB_MIGRATE_UTIL, FB_MIGRATE_TASK };
@@ -414,16 +435,17 @@ enum fb_lb_verdict {
 #define FB_LBF_DST_PINNED 0x4u
 
 struct fb_lb_env;
-/* Refresh sleeping worker @i's blocked load (6(b), NO_BLOCKED_LOAD_RATELIMIT
- * only): the runtime locks i's run queue and calls
- * fb_place_refresh_sleeping(). */
+/* Refresh sleeping worker @i's blocked load (doc/scheduler.md 6.2.7,
+ * NO_BLOCKED_LOAD_RATELIMIT only): the runtime locks i's run queue and
+ * calls fb_place_refresh_sleeping(). */
 typedef void (*fb_lb_refresh_fn)(struct fb_lb_env *env, int i);
 
 /*
- * One balance(dst, d, kind) of heuristics.md 1.6.  Fill it with
+ * One balance(dst, d, kind) of doc/scheduler.md 1.6.  Fill it with
  * fb_place_lb_init(); the other fields are results.  Owned by the caller;
  * the domain's balancing fields are written by fb_place_lb_finish() (owner
- * worker, or the balancing worker for a sleeping owner, 1.8).
+ * worker, or the balancing worker for a sleeping owner, doc/scheduler.md
+ * 1.8).
  */
 struct fb_lb_env {
 	const struct fb_place_view *v;
@@ -465,72 +487,77 @@ void fb_place_lb_init(struct fb_lb_env *env, const struct fb_place_view *v,
 		      struct fb_domain *d, int dst, enum fb_idle_kind idle,
 		      uint64_t now_ns, uint64_t now_tick);
 /*
- * fb_place_lb_find - steps 1-5 of 1.6: should @dst balance, group
- * statistics, busiest group, imbalance and busiest worker.  At the top level
- * it also stores the global overloaded flag.  Context: reads the view
+ * fb_place_lb_find - doc/scheduler.md 1.6.1 to 1.6.5: should @dst balance,
+ * group statistics, busiest group, imbalance and busiest worker.  At the top
+ * level it also stores the global overloaded flag.  Context: reads the view
  * without locks; calls env->refresh only for NO_BLOCKED_LOAD_RATELIMIT
  * newly-idle balancing.
  */
 enum fb_lb_verdict fb_place_lb_find(struct fb_lb_env *env);
 /*
- * fb_place_lb_detach - step 6: mark which of the busiest worker's fibers
- * move to dst.  @c lists them least recently run first (the running one
- * included, flagged); at most min(32, nr_running) are looked at.
- * Return: how many were marked.  Context: the caller holds src's rq lock,
- * so that the list and the fibers' fields are stable.
+ * fb_place_lb_detach - doc/scheduler.md 1.6.6: mark which of the busiest
+ * worker's fibers move to dst.  @c lists them least recently run first (the
+ * running one included, flagged); at most min(32, nr_running) are looked at.
+ * Return: how many were marked.  Context: the caller holds src's rq lock, so
+ * that the list and the fibers' fields are stable.
  */
 int fb_place_lb_detach(struct fb_lb_env *env, struct fb_lb_candidate *c,
 		       int nr);
 /*
- * fb_place_lb_finish - step 7 after @verdict (and the detach, if any):
- * nr_balance_failed, balance_interval, the parent's `imbalanced` bit and
- * the active-balance request (env->active).  @running is src's running
+ * fb_place_lb_finish - doc/scheduler.md 1.6.7 after @verdict (and the detach,
+ * if any): nr_balance_failed, balance_interval, the parent's `imbalanced` bit
+ * and the active-balance request (env->active).  @running is src's running
  * fiber or NULL.  Context: as the domain's balancing fields.
  */
 void fb_place_lb_finish(struct fb_lb_env *env, enum fb_lb_verdict verdict,
 			const struct fb_pfiber *running);
-/* fb_place_request_push - 1.6 active balance: ask @src to hand its running
- * fiber to @dst at its next scheduling point.  Context: any. */
+/* fb_place_request_push - active balance (doc/scheduler.md 1.6.7): ask @src
+ * to hand its running fiber to @dst at its next scheduling point.
+ * Context: any. */
 void fb_place_request_push(const struct fb_place_view *v, int src, int dst);
-/* fb_place_use_asym_prio, fb_place_asym - heuristics.md 4(b). */
+/* fb_place_use_asym_prio, fb_place_asym - doc/scheduler.md 4.2.3. */
 bool fb_place_use_asym_prio(const struct fb_place_view *v,
 			    const struct fb_domain *d, int w);
 bool fb_place_asym(const struct fb_place_view *v, const struct fb_domain *d,
 		   int dst, int src);
 /*
  * fb_place_pick_victim - an idle @this chooses a worker to steal one fiber
- * from, or -1: the newly-idle balance decision (1.6) bottom up when a
- * domain view exists, else the worker with the most queued fibers.  Only a
- * worker with a queued (not running) fiber is returned.
+ * from, or -1: the newly-idle balance decision (doc/scheduler.md 1.9) bottom up
+ * when a domain view exists, else the worker with the most queued fibers.  Only
+ * a worker with a queued (not running) fiber is returned.
  */
 int fb_place_pick_victim(const struct fb_place_view *v, int this);
 
 /* ---- newly-idle, periodic and sleeper balancing (place-idle.c) ---- */
 
 /*
- * fb_place_balance_interval_ns - 1.1 "interval actually used" of @d for a
- * busy or idle worker; @tick_ns the tick length.  Context: any.
+ * fb_place_balance_interval_ns - the interval actually used of @d for a
+ * busy or idle worker (doc/scheduler.md 1.6.8); @tick_ns the tick length.
+ * Context: any.
  */
 uint64_t fb_place_balance_interval_ns(const struct fb_place_view *v,
 				      const struct fb_domain *d, bool busy,
 				      uint64_t tick_ns);
 /*
  * fb_place_update_newidle_cost - note one newly-idle balance of @d that
- * took @cost_ns (0: only decay), 1.7: a new maximum is kept; else after 1 s
- * the maximum decays by 253/256.  Return: true iff it decayed.
+ * took @cost_ns (0: only decay), doc/scheduler.md 1.7: a new maximum is
+ * kept; else after 1 s the maximum decays by 253/256.  Return: true iff it
+ * decayed.
  */
 bool fb_place_update_newidle_cost(struct fb_domain *d, uint64_t cost_ns,
 				  uint64_t now_ns);
 /*
- * fb_place_ni_random_run - NI_RANDOM (1.7): run @d's newly-idle balance for
- * the 1024-sided @draw?  A skipped call is counted in @d's statistics.
- * *@weight gets the success weight round(1024 / (1 + ratio)) (1 with
- * NO_NI_RANDOM).  Context: as the domain's balancing fields.
+ * fb_place_ni_random_run - NI_RANDOM (doc/scheduler.md 6.2.6): run @d's
+ * newly-idle balance for the 1024-sided @draw?  A skipped call is counted
+ * in @d's statistics.  *@weight gets the success weight
+ * round(1024 / (1 + ratio)) (1 with NO_NI_RANDOM).
+ * Context: as the domain's balancing fields.
  */
 bool fb_place_ni_random_run(struct fb_domain *d, uint32_t draw,
 			    unsigned *weight);
 /* fb_place_newidle_stats - count one newly-idle call of @d that added
- * @success to the successes (1.7 window of 1024 calls). */
+ * @success to the successes (window of 1024 calls, doc/scheduler.md
+ * 6.2.6). */
 void fb_place_newidle_stats(struct fb_domain *d, unsigned success);
 /* fb_place_rng - the per-worker PRNG of @w (xorshift64*): next 32 bits. */
 uint32_t fb_place_rng(struct fb_pworker *w);
@@ -554,7 +581,7 @@ struct fb_balance_ops {
 	void *arg;
 };
 
-/* What one newly-idle balance did (1.7). */
+/* What one newly-idle balance did (doc/scheduler.md 1.7). */
 struct fb_newidle_result {
 	int pulled;		 /* fibers pulled */
 	unsigned nr_balances;	 /* domains balanced */
@@ -562,27 +589,29 @@ struct fb_newidle_result {
 	unsigned skipped_levels; /* bit d->level (up to 31) of each */
 	bool own_decayed;	 /* own blocked load decayed */
 	bool gated;		 /* stopped by the gate */
-	unsigned idle_entry;	 /* FB_IDLE_ENTRY_* decided for rule 4 */
+	unsigned idle_entry;	 /* FB_IDLE_ENTRY_* decided by rule 4 */
 };
 
-/* Rule 4 outcomes (6(b)): nothing, run the STATS pass before sleeping
- * (FB_KICK_NEWILB set on the worker), or kick a sleeper for STATS. */
+/* Rule 4 outcomes (doc/scheduler.md 6.2.4): nothing, run the STATS pass
+ * before sleeping (FB_KICK_NEWILB set on the worker), or kick a sleeper for
+ * STATS. */
 enum { FB_IDLE_ENTRY_NONE, FB_IDLE_ENTRY_LOCAL, FB_IDLE_ENTRY_KICK };
 
 /*
- * fb_place_newidle - newly-idle balancing of worker @w (1.7, 6(b) rules 3
- * and 4) at @now_ns: the gate, the decay of its own blocked load, the walk
- * over its domains with NI_RANDOM draws from w's PRNG, cost accounting,
- * idle_stamp and next_balance.  Context: the owner worker, rq lock not
- * held (ops->balance takes the locks it needs).
+ * fb_place_newidle - newly-idle balancing of worker @w (doc/scheduler.md 1.7,
+ * rules 3 and 4 of 6.2.3 and 6.2.4) at @now_ns: the gate, the decay of its own
+ * blocked load, the walk over its domains with NI_RANDOM draws from w's PRNG,
+ * cost accounting, idle_stamp and next_balance.  Context: the owner worker,
+ * rq lock not held (ops->balance takes the locks it needs).
  */
 void fb_place_newidle(const struct fb_place_view *v, int w, uint64_t now_ns,
 		      uint64_t now_tick, const struct fb_balance_ops *ops,
 		      struct fb_newidle_result *res);
 /*
- * fb_place_idle_entry_stats - 6(b) rule 4 after a newly-idle balance that
- * pulled nothing: FB_IDLE_ENTRY_LOCAL (and FB_KICK_NEWILB set on @w), or
- * with NO_BLOCKED_LOAD_RATELIMIT FB_IDLE_ENTRY_KICK, or NONE.
+ * fb_place_idle_entry_stats - rule 4 (doc/scheduler.md 6.2.4) after a
+ * newly-idle balance that pulled nothing: FB_IDLE_ENTRY_LOCAL (and
+ * FB_KICK_NEWILB set on @w), or with NO_BLOCKED_LOAD_RATELIMIT
+ * FB_IDLE_ENTRY_KICK, or NONE.
  */
 unsigned fb_place_idle_entry_stats(const struct fb_place_view *v, int w,
 				   uint64_t now_ns);
@@ -595,43 +624,46 @@ bool fb_place_sleep_stats_due(const struct fb_place_view *v, int w,
 			      bool has_work);
 
 /*
- * fb_place_decay_blocked - 6(b) decay_blocked(@w): stamp @now_tick (first
- * with BLOCKED_LOAD_RATELIMIT, last without), bring w's averages to @now_ns
- * and clear has_blocked_load once its averages are 0.  Counts in
- * w->nr_blocked_decays.  Return: w still has blocked load.
+ * fb_place_decay_blocked - decay_blocked(@w) of doc/scheduler.md 6.2.1: stamp
+ * @now_tick (first with BLOCKED_LOAD_RATELIMIT, last without), bring w's
+ * averages to @now_ns and clear has_blocked_load once its averages are 0.
+ * Counts in w->nr_blocked_decays.  Return: w still has blocked load.
  * Context: w's rq lock.
  */
 bool fb_place_decay_blocked(struct fb_pworker *w, uint64_t now_ns,
 			    uint64_t now_tick);
-/* The two halves of fb_place_decay_blocked(), for tests of rule 1's order. */
+/* The two halves of fb_place_decay_blocked(), for tests of the order of
+ * rule 1 (doc/scheduler.md 6.2.1). */
 void fb_place_blocked_stamp(struct fb_pworker *w, uint64_t now_tick);
 bool fb_place_blocked_decay(struct fb_pworker *w, uint64_t now_ns);
 /*
- * fb_place_refresh_sleeping - 6(b) rule 1 for sleeping worker @i: decay at
- * most once per tick.  Return: i still has blocked load.
+ * fb_place_refresh_sleeping - rule 1 (doc/scheduler.md 6.2.1) for sleeping
+ * worker @i: decay at most once per tick (per blocked_min_ticks).
+ * Return: i still has blocked load.
  * Context: i's rq lock (its decay may run).
  */
 bool fb_place_refresh_sleeping(const struct fb_place_view *v, int i,
 			       uint64_t now_ns, uint64_t now_tick);
 
-/* 1.8 sleep entry and exit of worker @w (owner); see place-idle.c. */
+/* Sleep entry and exit of worker @w (owner; doc/scheduler.md 1.8). */
 void fb_place_sleep_enter(const struct fb_place_view *v, int w);
 void fb_place_sleep_exit(const struct fb_place_view *v, int w);
 /*
- * fb_place_kick_flags - 1.8: the FB_KICK_* flags the tick of awake worker
- * @w asks for at @now_ns (0: none).  Pure.
+ * fb_place_kick_flags - the FB_KICK_* flags the tick of awake worker @w asks
+ * for at @now_ns (0: none; doc/scheduler.md 1.8).  Pure.
  */
 unsigned fb_place_kick_flags(const struct fb_place_view *v, int w,
 			     uint64_t now_ns);
 /*
- * fb_place_kick - 1.8 kick(@flags) from @w: returns the sleeping worker the
- * caller must futex-wake, or -1 (no sleeper, or it had a kick pending).
+ * fb_place_kick - kick(@flags) from @w (doc/scheduler.md 1.8): returns the
+ * sleeping worker the caller must wake, or -1 (no sleeper, or it had a kick
+ * pending).
  * Moves the global next_balance by @tick_ns for BALANCE.
  */
 int fb_place_kick(const struct fb_place_view *v, int w, unsigned flags,
 		  uint64_t now_ns, uint64_t tick_ns);
 
-/* What one sleeper pass did (1.8). */
+/* What one sleeper pass did (doc/scheduler.md 1.8). */
 struct fb_nohz_result {
 	unsigned nr_refreshed; /* sleepers whose blocked load was decayed */
 	unsigned nr_balanced;  /* sleepers balanced */
@@ -639,8 +671,9 @@ struct fb_nohz_result {
 };
 
 /*
- * fb_place_nohz_pass - 1.8: worker @self, kicked with @flags (or running
- * rule 4 with FB_KICK_STATS), refreshes and balances every sleeping worker.
+ * fb_place_nohz_pass - doc/scheduler.md 1.8: worker @self, kicked with
+ * @flags (or running rule 4 of doc/scheduler.md 6.2.4 with FB_KICK_STATS),
+ * refreshes and balances every sleeping worker.
  * Context: @self, no rq lock held.
  */
 void fb_place_nohz_pass(const struct fb_place_view *v, int self, unsigned flags,
@@ -648,23 +681,23 @@ void fb_place_nohz_pass(const struct fb_place_view *v, int self, unsigned flags,
 			const struct fb_balance_ops *ops,
 			struct fb_nohz_result *res);
 /*
- * fb_place_rebalance - 1.6 periodic balance of worker @w's domains at
- * @now_ns (kernel sched_balance_domains): each level whose interval has
- * elapsed is balanced through ops->balance, bottom up; SERIALIZE levels only
- * while the global flag can be taken; max_newidle_lb_cost decays and
- * w.max_idle_balance_cost and w.next_balance are updated.  It does not
- * decay w's blocked load (fb_place_tick() does, rule 5).
- * Return: fibers pulled.  Context: @w, or the balancing worker for a
- * sleeping @w (1.8); no rq lock held.
+ * fb_place_rebalance - periodic balance (doc/scheduler.md 1.6.8) of worker @w's
+ * domains at @now_ns (kernel sched_balance_domains): each level whose interval
+ * has elapsed is balanced through ops->balance, bottom up; SERIALIZE levels
+ * only while the global flag can be taken; max_newidle_lb_cost decays and
+ * w.max_idle_balance_cost and w.next_balance are updated.  It does not decay
+ * w's blocked load (fb_place_tick() does, rule 5 of doc/scheduler.md 6.2.5).
+ * Return: fibers pulled.  Context: @w, or the balancing worker for a sleeping
+ * @w (doc/scheduler.md 1.8); no rq lock held.
  */
 int fb_place_rebalance(const struct fb_place_view *v, int w, uint64_t now_ns,
 		       uint64_t tick_ns, enum fb_idle_kind kind,
 		       const struct fb_balance_ops *ops);
 /*
- * fb_place_tick - what awake worker @w does at every tick (1.6, 1.8, 6(b)
- * rule 5): when now >= w.next_balance, decay its own blocked load once and
- * run fb_place_rebalance(); then decide and record a kick for the
- * sleepers.  Return: the sleeping worker the caller must futex-wake, or -1.
+ * fb_place_tick - what awake worker @w does at every tick (doc/scheduler.md
+ * 1.6.8, 1.8, 6.2.5): when now >= w.next_balance, decay its own blocked load
+ * once and run fb_place_rebalance(); then decide and record a kick for the
+ * sleepers.  Return: the sleeping worker the caller must wake, or -1.
  * Context: @w, no rq lock held.
  */
 int fb_place_tick(const struct fb_place_view *v, int w, uint64_t now_ns,

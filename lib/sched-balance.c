@@ -2,25 +2,24 @@
 /*
  * sched-balance.c - load balancing in the running runtime: the glue between
  * the pure decisions of place-balance.c, place-idle.c and place-create.c
- * (issue #4) and the workers, run queues and sleep protocol of
- * sched-core.c and sched-idle.c.
+ * (doc/scheduler.md 1.6 to 1.8) and the workers, run queues and sleep
+ * protocol of sched-core.c and sched-idle.c.
  *
  * The model.  The runtime is cooperative: there is no timer interrupt, so a
- * "tick" is a scheduling point.  fb_sched_tick_maybe() (sched.h) already
- * counts scheduling points for timers and I/O; every FB_TICK_SWITCHES of
- * them a busy worker reads the clock here, updates its load averages, and
- * once FB_TICK_NS (1 ms, the kernel's HZ=1000 tick) has passed runs
- * fb_place_tick(): its own periodic balance, the decay of its own blocked
- * load once per balance trigger, and the decision to kick a sleeping
- * worker, which it then futex-wakes.  A worker whose run queue empties runs
- * a pending kick's sleeper pass (fb_place_nohz_pass) and newly-idle
- * balancing (fb_place_newidle) before the old steal() fallback; just
- * before it sleeps it runs the idle-entry STATS pass of heuristics.md 6(b)
- * rule 4 and enters the sleeping mask.  A kicked worker wakes, runs the
- * pass from its idle loop and sleeps again; it stays in the sleeping mask
- * throughout (it leaves only when its idle loop finds work, or at its
- * first tick with work), so sleep_enter is not repeated and the global
- * has_blocked is not set again behind the pass's back.
+ * "tick" is a scheduling point.  fb_sched_tick_maybe() (sched.h) already counts
+ * scheduling points for timers and I/O; every FB_TICK_SWITCHES of them a busy
+ * worker reads the clock here, updates its load averages, and once FB_TICK_NS
+ * (1 ms, the kernel's HZ=1000 tick) has passed runs fb_place_tick(): its own
+ * periodic balance, the decay of its own blocked load once per balance trigger,
+ * and the decision to kick a sleeping worker, which it then futex-wakes.  A
+ * worker whose run queue empties runs a pending kick's sleeper pass
+ * (fb_place_nohz_pass) and newly-idle balancing (fb_place_newidle) before the
+ * old steal() fallback; just before it sleeps it runs the idle-entry STATS pass
+ * of rule 4 (doc/scheduler.md 6.2.4) and enters the sleeping mask.  A kicked
+ * worker wakes, runs the pass from its idle loop and sleeps again; it stays in
+ * the sleeping mask throughout (it leaves only when its idle loop finds work,
+ * or at its first tick with work), so sleep_enter is not repeated and the
+ * global has_blocked is not set again behind the pass's back.
  *
  * Moving fibers.  A pull detaches under the source's rq lock and attaches
  * under the destination's, never holding both; in between the fibers are
@@ -218,7 +217,7 @@ static bool op_has_work(void *arg, int i)
 }
 
 /*
- * detach - 1.6 step 6 on the source: offer its queued fibers (least
+ * detach - doc/scheduler.md 1.6.6 on the source: offer its queued fibers (least
  * recently run first: the FIFO's head) and its running one, take the
  * marked ones off its queue and out of its sums.  Return: how many, in
  * @out.  Context: no lock held; takes src->rq_lock.
@@ -290,7 +289,8 @@ static void attach(struct bctx *c, int dst, struct fb_fiber **f, int n)
 		fb_sched_wake_worker(t, c->self);
 }
 
-/* push_request - 1.6 active balance: ask env->src for its running fiber. */
+/* push_request - active balance (doc/scheduler.md 1.6.7): ask env->src for
+ * its running fiber. */
 static void push_request(struct bctx *c, const struct fb_lb_env *env)
 {
 	struct fb_worker *src = fb_rt->workers[env->src];
@@ -304,7 +304,8 @@ static void push_request(struct bctx *c, const struct fb_lb_env *env)
 }
 
 /*
- * op_balance - balance(dst, d, kind) of 1.6: find, detach, attach, finish.
+ * op_balance - balance(dst, d, kind) of doc/scheduler.md 1.6: find,
+ * detach, attach, finish.
  * Context: no lock held, inside the view's read section.
  */
 static int op_balance(void *arg, int dst, struct fb_domain *d,
@@ -412,7 +413,7 @@ void fb_sched_balance_tick(struct fb_worker *w)
 	}
 }
 
-/* kicked - run the sleeper pass a kick asked for (1.8). */
+/* kicked - run the sleeper pass a kick asked for (doc/scheduler.md 1.8). */
 static void kicked(struct bctx *c, unsigned flags)
 {
 	struct fb_nohz_result res;

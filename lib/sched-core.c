@@ -261,7 +261,7 @@ static fb_noinline void kick_idle(struct fb_worker *t, struct fb_worker *this)
 
 /* ---- run queues and wakelists ------------------------------------------ */
 
-/* push - hand @f to @t through its wakelist (heuristics.md section 3). */
+/* push - hand @f to @t through its wakelist (doc/scheduler.md 3.2.3). */
 static void push(struct fb_fiber *f, struct fb_worker *t,
 		 struct fb_worker *this)
 {
@@ -345,7 +345,8 @@ static void enqueue(struct fb_fiber *f, struct fb_worker *t,
 		kick_idle(t, this);
 }
 
-/* deliver - hand RUNNABLE @f to worker @t by the path H2 chooses. */
+/* deliver - hand RUNNABLE @f to worker @t by the path H2 chooses
+ * (doc/scheduler.md 3.2). */
 static void deliver(const struct fb_place_view *v, struct fb_fiber *f, int t,
 		    struct fb_worker *this)
 {

@@ -136,13 +136,13 @@ out:
 /* The idle loop runs on the thread's own stack; the sanitizers need its
  * bounds. */
 /*
- * idle_entry - the wake path's per-LLC state when worker @w runs out of
- * work (heuristics.md section 2): set has_idle_cores when its whole core
- * is idle, and refresh the LLC's SIS_UTIL scan depth about once per
- * llc_size ms per worker.  The spec's writer is the LLC level's periodic
- * balance (fb_place_lb_find), which also runs when no worker goes idle;
- * this one follows a falling utilisation sooner, when idle workers are
- * what a wakeup's scan may find.
+ * idle_entry - the wake path's per-LLC state when worker @w runs out of work:
+ * set has_idle_cores when its whole core is idle (doc/scheduler.md 2.2.3), and
+ * refresh the LLC's SIS_UTIL scan depth about once per llc_size ms per worker
+ * (doc/scheduler.md 2.2.1).  The kernel's writer is the LLC level's periodic balance
+ * (fb_place_lb_find), which also runs when no worker goes idle; this one
+ * follows a falling utilisation sooner, when idle workers are what a wakeup's
+ * scan may find.
  */
 static void idle_entry(struct fb_worker *w)
 {

@@ -3,7 +3,8 @@
  * sched.h - the fiber core and the scheduler core: fibers, workers, run
  * queues, wakelists, and the block/wake protocol the sync and I/O layers are
  * built on.  Dependencies point down: sync, io -> core -> sched -> place ->
- * topo.  The opening comment of sched-core.c argues the protocol.
+ * topo (doc/design.md 2).  The opening comment of sched-core.c argues the
+ * protocol; doc/design.md 4 summarises it.
  */
 #ifndef FB_SCHED_H
 #define FB_SCHED_H
@@ -631,7 +632,7 @@ const struct fb_counters *fb_sched_counters(int worker);
  * start.  Return: 0 or the errno of fiber_init. */
 int fb_runtime_get(void);
 
-/* ---- timers and the poller (sched-timer.c, sched-poll.c; issue #7) ---- */
+/* ---- timers and the poller (sched-timer.c, sched-poll.c) ---- */
 
 /* fb_timer_arm - arm @t (deadline and fn set) on worker @w's heap.
  * Context: any thread, any lock but @w's heap lock; never switches. */
@@ -704,7 +705,7 @@ void fb_poll_fini(void);
  * workers stopped. */
 void fb_poll_abandon(struct fb_waiter *w);
 
-/* ---- load balancing in the runtime (sched-balance.c; issue #4) ---- */
+/* ---- load balancing in the runtime (sched-balance.c) ---- */
 
 /* The tick: at most every FB_TICK_NS a busy worker runs fb_place_tick(). */
 #define FB_TICK_NS 1000000ull
@@ -720,7 +721,7 @@ bool fb_sched_balance_idle(struct fb_worker *w);
  * Context: worker @w in its idle loop. */
 void fb_sched_balance_idle_exit(struct fb_worker *w);
 /* fb_sched_balance_sleep - @w's poll window is over and it is about to
- * sleep: the idle-entry STATS pass (heuristics.md 6(b) rule 4), then
+ * sleep: the idle-entry STATS pass (doc/scheduler.md 6.2.4), then
  * fb_place_sleep_enter() unless it is already in the sleeping mask.
  * Context: worker @w, POLLING, outside read sections. */
 void fb_sched_balance_sleep(struct fb_worker *w);
@@ -772,7 +773,7 @@ static inline void fb_sched_pelt_leave(struct fb_worker *w,
 	fb_sched_pelt_worker(w, now, true);
 	fb_pelt_update(&prev->pf.avg, now, prev->pf.weight, true, true);
 	prev->pf.avg_queued = queued;
-	prev->pf.last_ran_ns = now; /* the cache-hot test (1.6) */
+	prev->pf.last_ran_ns = now; /* cache hot? doc/scheduler.md 1.6.6 */
 }
 
 /* fb_sched_pelt_enter - @next starts running on @w at @now. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * topo-domains.c - building the scheduling-domain view (heuristics.md 1.1).
+ * topo-domains.c - building the scheduling-domain view (doc/scheduler.md
+ * 1.1).
  *
  * fb_topo_view_build() is a pure function of the PU table of topo.c: it
  * starts no thread and takes no lock, so tests build the view of any
@@ -17,7 +18,8 @@
  *     every worker whose PU shares w's object (NUMA k: every worker of a node
  *     within the level's distance of w's node), united with w's span one
  *     level down, so that spans nest even on odd hardware.
- *  3. imb_numa_nr (heuristics.md 5(b)), on the levels before any removal.
+ *  3. imb_numa_nr (doc/scheduler.md 5.2.1), on the levels before any
+ *     removal.
  *  4. Removal: a level whose span equals the span one level down (for the
  *     lowest level: the worker alone) is degenerate and dropped, for that
  *     worker only.  The domains left are linked parent/child.
@@ -276,7 +278,7 @@ static int weight_at(const struct build *b, int w, int l)
 	return l < 0 ? 1 : fb_wmask_weight(span_at(b, w, l));
 }
 
-/* Step 3: heuristics.md 5(b), on all levels of @w before removal. */
+/* Step 3: doc/scheduler.md 5.2.1, on all levels of @w before removal. */
 static void make_imb(struct build *b, int w)
 {
 	int imb = 0, imb_span = 1;

@@ -6,7 +6,7 @@
  * real machine restricted to the PUs the process may use, an hwloc synthetic
  * description or an hwloc XML file), with workers in hwloc logical PU order,
  * thread binding and NUMA nodes.  struct fb_sched_view is the domain
- * hierarchy of heuristics.md section 1.1 built from it: for every worker its
+ * hierarchy of doc/scheduler.md 1.1 built from it: for every worker its
  * domains bottom up (SMT, CLS, LLC, PKG, NODE, NUMA levels), their groups,
  * flags and balancing parameters, plus O(1) per-worker shortcuts (LLC id,
  * share id, node, priority) and one struct fb_llc_shared per LLC.
@@ -167,9 +167,9 @@ static inline bool fb_wmask_equal(const struct fb_wmask *a,
 /* ---- the domain view ------------------------------------------------------ */
 
 /*
- * Domain flags (kernel SD_*; heuristics.md 1.1).  BALANCE_CREATE stands for
- * the kernel's BALANCE_FORK and BALANCE_EXEC; BALANCE_WAKE does not exist
- * (wakeups take the fast path).
+ * Domain flags (kernel SD_*; doc/scheduler.md 1.1.1).  BALANCE_CREATE
+ * stands for the kernel's BALANCE_FORK and BALANCE_EXEC; BALANCE_WAKE does
+ * not exist (wakeups take the fast path).
  */
 #define FB_SD_BALANCE_NEWIDLE 0x0001u
 #define FB_SD_BALANCE_CREATE 0x0002u
@@ -198,17 +198,19 @@ enum fb_level {
 };
 
 #define FB_RECLAIM_DISTANCE                                                    \
-	30			  /* kernel RECLAIM_DISTANCE: creation and
+	30		     /* kernel RECLAIM_DISTANCE: creation and
 				   wake-affine do not cross a farther level */
-#define FB_SD_BUSY_FACTOR 16	  /* kernel sd_init busy_factor */
-#define FB_NEWIDLE_CALLS_INIT 512 /* heuristics.md 1.7 */
+#define FB_SD_BUSY_FACTOR 16 /* kernel sd_init busy_factor */
+/* Starting newly-idle statistics of a domain (NI_RANDOM, doc/scheduler.md
+ * 6.2.6). */
+#define FB_NEWIDLE_CALLS_INIT 512
 #define FB_NEWIDLE_SUCCESS_INIT 256
 #define FB_NEWIDLE_RATIO_INIT 512
 
 /* Shared, per-group state: written by any worker that balances. */
 struct fb_group_state {
 	atomic_int imbalanced; /* affinity stopped a lower level from
-				   balancing (heuristics.md 1.6 step 7);
+				   balancing (doc/scheduler.md 1.6.7);
 				   relaxed loads and stores */
 };
 
@@ -228,13 +230,13 @@ struct fb_sched_group {
 };
 
 /*
- * One domain of one worker.  Everything above "balancing state" is
- * immutable.  The balancing fields are written only by the owner worker, or
- * by the balancing worker for a SLEEPING owner (heuristics.md 1.8), always
- * inside a read-side section of this view; they start afresh in a rebuilt
- * view.  The two writers can overlap (the owner wakes while its balancer
- * runs), so every access after the build is fb_read_once/fb_write_once
- * (atomic.h): plain moves, no data race, an update may be lost.
+ * One domain of one worker.  Everything above "balancing state" is immutable.
+ * The balancing fields are written only by the owner worker, or by the
+ * balancing worker for a SLEEPING owner (doc/scheduler.md 1.8), always inside a
+ * read-side section of this view; they start afresh in a rebuilt view.  The two
+ * writers can overlap (the owner wakes while its balancer runs), so every
+ * access after the build is fb_read_once/fb_write_once (atomic.h): plain moves,
+ * no data race, an update may be lost.
  */
 struct fb_domain {
 	struct fb_domain *parent; /* NULL at the top */
@@ -256,7 +258,7 @@ struct fb_domain {
 	unsigned min_interval; /* ms, = span_weight */
 	unsigned max_interval; /* ms, = 2 x span_weight */
 	unsigned busy_factor;
-	int imb_numa_nr; /* heuristics.md 5(b) */
+	int imb_numa_nr; /* doc/scheduler.md 5.2.1 */
 
 	/* balancing state (see above) */
 	unsigned balance_interval; /* ms, starts at min_interval */
@@ -288,17 +290,19 @@ struct fb_domain {
 struct fb_llc_shared {
 	atomic_int nr_busy_workers; /* starts at the LLC size; -1 when a
 					   worker starts to sleep, +1 when it
-					   wakes (heuristics.md 1.8) */
-	atomic_int has_idle_cores;  /* section 2; starts at 0 */
-	atomic_int nr_idle_scan;    /* section 2 (SIS_UTIL); starts at the
-					   LLC size: a full scan until the
-					   first estimate */
+					   wakes (doc/scheduler.md 1.8) */
+	atomic_int has_idle_cores;  /* doc/scheduler.md 2.2.3; starts at
+					   0 */
+	atomic_int nr_idle_scan;    /* SIS_UTIL, doc/scheduler.md 2.2.1;
+					   starts at the LLC size: a full
+					   scan until the first estimate */
 } fb_cacheline_aligned;
 
 /* Build flags. */
 #define FB_VIEW_ASYM_PACKING                                                   \
 	0x1u		      /* ASYM_PACKING on non-NUMA levels above
-				     SMT (heuristics.md 4(b), x86 choice) */
+				     SMT (doc/scheduler.md 4.2.2, the x86
+				     choice) */
 #define FB_VIEW_ASYM_SMT 0x2u /* ... and on the SMT level (POWER) */
 
 struct fb_llc_block;
@@ -364,7 +368,8 @@ static inline bool fb_share_resources(const struct fb_sched_view *v, int a,
 	return v->share_id[a] == v->share_id[b];
 }
 
-/* fb_asym_prefer - is @a's priority higher than @b's (heuristics.md 4)? */
+/* fb_asym_prefer - is @a's priority higher than @b's (doc/scheduler.md
+ * 4.2.1)? */
 static inline bool fb_asym_prefer(const struct fb_sched_view *v, int a, int b)
 {
 	return v->prio[a] > v->prio[b];

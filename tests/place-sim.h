@@ -3,7 +3,7 @@
  * place-sim.h - a synthetic placement view for the pure placement tests:
  * a domain view built from an hwloc synthetic string or XML fixture, an
  * array of worker snapshots and the global state, with no thread behind
- * them.  Defaults follow heuristics.md 0.3: a busy worker has util 1024 and
+ * them.  Defaults follow doc/scheduler.md 0.3: a busy worker has util 1024 and
  * load/runnable 1024 x nr_running, an idle one all zero.
  */
 #ifndef PLACE_SIM_H

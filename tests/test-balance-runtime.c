@@ -65,7 +65,7 @@ static fiber_t spawn_on(void *(*fn)(void *), void *arg, const int *ws, int nr)
 	return f;
 }
 
-/* ---- ASYM_PACKING (heuristics.md 4(e) H3-1) ------------------------------ */
+/* ---- ASYM_PACKING (doc/scheduler.md 4.5, H3-1) -------------------------- */
 
 /* A CPU-bound fiber started on one worker, then allowed everywhere; it
  * publishes the worker it runs on after every slice. */
@@ -185,7 +185,7 @@ static void test_balance_no_asym_leaves_lone_fibers(void **state)
 	assert_int_equal(atomic_load(&where[1]), 3);
 }
 
-/* ---- NUMA_IMB_AFFINITY (heuristics.md 5(e) H4-3) ------------------------- */
+/* ---- NUMA_IMB_AFFINITY (doc/scheduler.md 5.5, H4-3) --------------------- */
 
 struct child {
 	atomic_int first; /* worker of the first run, -1 before */
@@ -270,7 +270,7 @@ static void test_balance_affined_creator_stays_local_without_cap(void **state)
 	assert_true(kept >= 2);
 }
 
-/* ---- blocked-load decay stops (heuristics.md 6(e) H5-2) ------------------ */
+/* ---- blocked-load decay stops (doc/scheduler.md 6.5, H5-2) -------------- */
 
 static void *short_burst(void *arg)
 {

@@ -21,7 +21,7 @@ static void test_features_defaults_match_spec(void **state)
 	uint64_t m = fb_features_default();
 
 	(void)state;
-	/* heuristics.md 0.2: everything on except SIS_CORE_FULL and
+	/* doc/scheduler.md 0.2: everything on except SIS_CORE_FULL and
 	 * ASYM_PACKING. */
 	assert_true(m & FB_FEAT_BIT(SIS_UTIL));
 	assert_true(m & FB_FEAT_BIT(SIS_CORE_LIMIT));
@@ -140,7 +140,7 @@ static void test_features_api_set_get_string(void **state)
 	fb_store_relaxed(&fb_features_mask, fb_features_default());
 }
 
-/* Every feature is documented in README.md (style.md). */
+/* Every feature is documented in README.md (doc/design.md 7). */
 static void test_features_documented_in_readme(void **state)
 {
 	FILE *f = fopen(FB_SOURCE_ROOT "/README.md", "r");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-pelt-runtime.c - load tracking in the running runtime (issue #4):
- * the scheduler clock, averages updated at every switch, and a fiber's
+ * test-pelt-runtime.c - load tracking in the running runtime (doc/scheduler.md
+ * 1.3.4): the scheduler clock, averages updated at every switch, and a fiber's
  * share following it when it moves or leaving with it when it exits.
  *
  * Averages are read only by fibers running on the worker they describe,

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * test-pelt.c - the PELT-like averages of place-pelt.c against the vectors
- * of heuristics.md 1.3.
+ * of doc/scheduler.md 1.3.6.
  *
  * Pure white-box tests: synthetic time, no workers, no threads.  Each history
  * is driven several ways (one update per period, every 1 ms, every 100 us,
  * and one single update for the whole span); every way must land within the
- * spec's tolerance of +-2 of the expected value, and of each other.  A
+ * tolerance of +-2 of the expected value, and of each other.  A
  * "period" is 1024 x 1024 ns.
  */
 #include <setjmp.h>
@@ -20,7 +20,7 @@
 
 #define P FB_PELT_PERIOD_NS
 #define W0 1024ul /* default fiber weight */
-#define TOL 2	  /* heuristics.md 1.3: alignment within a period */
+#define TOL 2	  /* doc/scheduler.md 1.3.6: alignment within a period */
 
 enum state { BLOCKED, WAITING, RUNNING };
 
@@ -175,8 +175,8 @@ static void test_pelt_blocked_saturated_halves_every_32_periods(void **state)
  * the average peaks at 1024 y / (1 + y) = 518 and at the one that closes an
  * off period it is lowest, y times that, 506.  Averages are refreshed only
  * at boundaries, so what a reader sees while an on period runs, up to its
- * end, is the 506 of the boundary that opened it: the spec's "near 506 at
- * the end of an on period".
+ * end, is the 506 of the boundary that opened it (doc/scheduler.md
+ * 1.3.6).
  */
 static void test_pelt_one_on_one_off_settles_near_506(void **state)
 {

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * test-place-balance.c - load balancing decisions (heuristics.md 1.6,
- * section 4 ASYM_PACKING with seed 001's fixes, 5(b) in periodic
- * balancing), white box and pure: a synthetic view, a filled snapshot, one
- * balance(dst, d, kind) per assertion.
+ * test-place-balance.c - load balancing decisions (doc/scheduler.md 1.6;
+ * ASYM_PACKING with the fixes of Srikar Dronamraju's mail, doc/scheduler.md
+ * 4.5; the NUMA allowance in periodic balancing, doc/scheduler.md 5.2.4), white
+ * box and pure: a synthetic view, a filled snapshot, one balance(dst, d, kind)
+ * per assertion.
  */
 #include "place-sim.h"
 
@@ -234,7 +235,7 @@ static void test_place_balance_h4_5_numa_allowance(void **state)
 	assert_int_equal(imb, 1);
 }
 
-/* ---- 1.6 steps 1, 6 and 7 ----------------------------------------------- */
+/* ---- doc/scheduler.md 1.6.1, 1.6.6 and 1.6.7 ----------------------------- */
 
 static void test_place_balance_only_first_idle_worker_balances(void **state)
 {

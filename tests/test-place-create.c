@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * test-place-create.c - creation placement (heuristics.md 1.4 slow path,
- * 1.5 group classification, section 5 NUMA_IMB / NUMA_IMB_AFFINITY), white
- * box and pure: synthetic topologies, a filled snapshot, one decision per
- * assertion, no threads.
+ * test-place-create.c - creation placement (doc/scheduler.md 1.4.4), the group
+ * classification (doc/scheduler.md 1.5) and NUMA_IMB / NUMA_IMB_AFFINITY
+ * (doc/scheduler.md 5.5), white box and pure: synthetic topologies, a filled
+ * snapshot, one decision per assertion, no threads.
  */
 #include "place-sim.h"
 
-/* ---- 1.5 classification ------------------------------------------------ */
+/* ---- classification (doc/scheduler.md 1.5) ----------------------------- */
 
 static struct fb_group_stats stats(int weight, int nr, unsigned long util,
 				   unsigned long runnable)
@@ -67,7 +67,7 @@ static void test_group_classify_order_after_overloaded(void **state)
 		    FB_GROUP_IMBALANCED < FB_GROUP_OVERLOADED);
 }
 
-/* ---- 5(b) adjust -------------------------------------------------------- */
+/* ---- numa_adjust (doc/scheduler.md 5.2.2) ------------------------------ */
 
 static void test_place_numa_adjust_tolerates_small_imbalance(void **state)
 {
@@ -81,7 +81,7 @@ static void test_place_numa_adjust_tolerates_small_imbalance(void **state)
 	sim_features(0, 0);
 }
 
-/* ---- H4-2 --------------------------------------------------------------- */
+/* ---- H4-2 (doc/scheduler.md 5.5) --------------------------------------- */
 
 /* numa_choice - N1, creator on 0, @lnr busy in node 0, @rnr in node 1:
  * does find_idlest_group at the NUMA level leave node 0? */
@@ -231,7 +231,7 @@ static void test_place_create_h4_6_far_level_is_not_crossed(void **state)
 	assert_true(create_n4("n4.xml") >= 16);
 }
 
-/* ---- 1.4 find_idlest_worker_in ----------------------------------------- */
+/* ---- find_idlest_worker_in (doc/scheduler.md 1.4.4) -------------------- */
 
 static void test_place_idlest_worker_in_prefers_shallow_then_warm(void **state)
 {

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * test-place-idle.c - newly-idle balancing (heuristics.md 1.7, NI_RANDOM),
- * the periodic trigger (1.6), balancing for sleeping workers (1.8) and the
- * blocked-load rules of section 6 (H5-1..H5-5, H3-6), white box and pure:
- * time, ticks and random draws are arguments, the runtime's hooks are fakes
- * that count, and timing scenarios are simulation loops over ticks.
+ * test-place-idle.c - newly-idle balancing (doc/scheduler.md 1.7, NI_RANDOM),
+ * the periodic trigger (doc/scheduler.md 1.6.8), balancing for sleeping workers
+ * (doc/scheduler.md 1.8) and the blocked-load rules of doc/scheduler.md 6.2
+ * (scenarios H5-1..H5-5 of doc/scheduler.md 6.5, H3-6 of doc/scheduler.md 4.5),
+ * white box and pure: time, ticks and random draws are arguments, the runtime's
+ * hooks are fakes that count, and timing scenarios are simulation loops over
+ * ticks.
  */
 #include "place-sim.h"
 
@@ -388,7 +390,7 @@ static void test_place_idle_h5_5_ni_random_bookkeeping(void **state)
 	sim_features(0, 0);
 }
 
-/* ---- H3-6 and 1.8 kicks --------------------------------------------------- */
+/* ---- H3-6 and kicks (doc/scheduler.md 4.5, 1.8) ------------------------ */
 
 static unsigned kick_h3_6(bool asym)
 {
@@ -440,7 +442,7 @@ static void test_place_idle_kick_target_and_pending(void **state)
 	sim_close(&s);
 }
 
-/* ---- 1.6 trigger ------------------------------------------------------------ */
+/* ---- the trigger (doc/scheduler.md 1.6.8) ------------------------------ */
 
 static void test_place_idle_intervals_and_rebalance(void **state)
 {

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * test-place-wake.c - the wake path of the placement layer, white box:
- * wake_affine and wake_wide, the order of select_idle_sibling
- * (heuristics.md 1.4), the bounded idle scan and its hint (section 2,
- * scenarios H1-1..H1-6), the wakelist decision (section 3, H2-1..H2-6),
- * affinity, and the scan cost on a 48-worker LLC.
+ * wake_affine and wake_wide, the order of select_idle_sibling (doc/scheduler.md
+ * 1.4), the bounded idle scan and its hint (scenarios H1-1..H1-6 of
+ * doc/scheduler.md 2.5), the wakelist decision (H2-1..H2-6 of doc/scheduler.md
+ * 3.5), affinity, and the scan cost on a 48-worker LLC.
  *
  * Every test is pure: a synthetic topology, a hand-filled snapshot of the
  * workers, one call, the exact answer.  No thread runs.  Snapshot
- * conventions (heuristics.md 0.3): a busy worker has util 1024 and load and
+ * conventions (doc/scheduler.md 0.3): a busy worker has util 1024 and load and
  * runnable 1024 x nr_running, an idle one all zero; a fiber weighs 1024 and
  * its own load is 0 unless a test says otherwise.
  */
@@ -36,7 +36,7 @@
 
 #define SYNC FB_PLACE_WF_SYNC
 
-/* Outcomes of heuristics.md 3(e). */
+/* Outcomes of doc/scheduler.md 3.5. */
 enum deliver { LOCAL, DIRECT, WAKELIST };
 
 struct snap {
@@ -172,7 +172,7 @@ static int wake_from(struct snap *s, struct fb_pfiber *f,
 	return fb_place_select_wake(&s->v, f, waker, this, flags, 0, r);
 }
 
-/* deliver - the outcome of heuristics.md 3(e) for @f onto @t; a wakelist
+/* deliver - the outcome of doc/scheduler.md 3.5 for @f onto @t; a wakelist
  * push marks the target's ttwu_pending, as the scheduler's push does. */
 static enum deliver deliver(struct snap *s, const struct fb_pfiber *f, int t,
 			    int this)
@@ -184,7 +184,7 @@ static enum deliver deliver(struct snap *s, const struct fb_pfiber *f, int t,
 	return t == this ? LOCAL : DIRECT;
 }
 
-/* ---- heuristics.md 1.4: ordering of select_idle_sibling ------------------ */
+/* ---- doc/scheduler.md 1.4.2: ordering of select_idle_sibling ------------- */
 
 /*
  * S1, hint 0, nr_idle_scan 8, prev 2.  A sync wake from a fiber alone on
@@ -304,7 +304,7 @@ static void test_place_wake_cluster_scanned_first(void **state)
 	snap_close(&s);
 }
 
-/* ---- wake_affine and wake_wide (heuristics.md 1.4) ---------------------- */
+/* ---- wake_affine and wake_wide (doc/scheduler.md 1.4.1) ----------------- */
 
 static void test_place_wake_affine_idle_waker_worker(void **state)
 {
@@ -479,7 +479,7 @@ static void test_place_wake_foreign_waker_stays_prev(void **state)
 	snap_close(&s);
 }
 
-/* ---- H1 (heuristics.md section 2) ---------------------------------------- */
+/* ---- H1 (doc/scheduler.md 2.5) ------------------------------------------- */
 
 /* H1-1: the depth formula. */
 static void test_place_wake_h1_1_scan_depth_formula(void **state)
@@ -672,7 +672,7 @@ static void test_place_wake_h1_5_overloaded_core_limit(void **state)
 }
 
 /* H1-5, SIS_CORE_LIMIT: a third core is never looked at, even when it is
- * idle ({4,5} here); the seed's baseline finds it. */
+ * idle ({4,5} here); the mail's baseline (SIS_CORE_FULL) finds it. */
 static void test_place_wake_h1_5_core_limit_stops_after_two(void **state)
 {
 	struct snap s;
@@ -711,7 +711,7 @@ static void test_place_wake_h1_5_core_limit_finds_second_core(void **state)
 	snap_close(&s);
 }
 
-/* H1-5, the seed's baseline: the full core scan finds {6,7}. */
+/* H1-5, the mail's baseline: the full core scan finds {6,7}. */
 static void test_place_wake_h1_5_overloaded_core_full(void **state)
 {
 	struct snap s;
@@ -775,7 +775,7 @@ static void test_place_wake_h1_6_failed_core_scan_clears_hint(void **state)
  * The scan's cost on a 48-worker LLC (24 cores x 2) under overload: every
  * worker busy but one that keeps going idle and setting the hint, depth 0
  * from SIS_UTIL.  SIS_CORE_LIMIT inspects at most 2 cores (4 workers) per
- * wakeup; the seed's baseline inspects the whole LLC; mainline none.
+ * wakeup; the mail's baseline inspects the whole LLC; mainline none.
  */
 static double probes_per_wake(const char *feat)
 {
@@ -818,13 +818,13 @@ static void test_place_wake_probes_per_wakeup_bounded(void **state)
 	print_message("# probes per wakeup: limit %.2f full %.2f mainline "
 		      "%.2f\n",
 		      lim, full, mainline);
-	assert_true(lim <= 4.0); /* 2 cores of 2 workers (heuristics.md 2(c)) */
+	assert_true(lim <= 4.0); /* 2 cores of 2 (doc/scheduler.md 2.3) */
 	assert_true(full > lim);
 	assert_true(full >= 24.0);
 	assert_true(mainline == 0.0);
 }
 
-/* ---- H2 (heuristics.md section 3) ---------------------------------------- */
+/* ---- H2 (doc/scheduler.md 3.5) ------------------------------------------- */
 
 static void h2_setup(struct snap *s)
 {

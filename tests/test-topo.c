@@ -2,7 +2,7 @@
 /*
  * test-topo.c - the topology layer, white box: loading LIBFIBER_TOPOLOGY
  * values and the domain view built for every test topology of
- * heuristics.md 0.3 (worker count, levels, spans, groups, flags, LLC ids,
+ * doc/scheduler.md 0.3 (worker count, levels, spans, groups, flags, LLC ids,
  * imb_numa_nr), without starting a thread.
  *
  * The 0.3 topologies are regular, so each is described by its levels: a
@@ -58,7 +58,7 @@ struct exp_topo {
 	struct exp_level lv[5];
 };
 
-/* heuristics.md 0.3, 1.1 and 5(b)/(c). */
+/* doc/scheduler.md 0.3, 1.1.5, 5.2.1 and 5.3. */
 static const struct exp_topo S1 = { "pack:1 l3:1 core:4 pu:2",
 				    false,
 				    8,
@@ -453,7 +453,7 @@ static void test_topo_share_llc_and_core(void **state)
 	fb_topo_close(t);
 }
 
-/* heuristics.md 1.1 balancing parameters and 1.7 newidle statistics. */
+/* doc/scheduler.md 1.1.3: balancing parameters and newidle statistics. */
 static void test_topo_balance_parameters(void **state)
 {
 	struct fb_topo *t = open_topo(N1.spec, false);
@@ -477,7 +477,7 @@ static void test_topo_balance_parameters(void **state)
 	fb_topo_close(t);
 }
 
-/* heuristics.md 4(b): ASYM_PACKING on non-NUMA levels above SMT. */
+/* doc/scheduler.md 4.2.2: ASYM_PACKING on non-NUMA levels above SMT. */
 static void test_topo_asym_packing_levels(void **state)
 {
 	struct fb_topo *t = open_topo(N1.spec, false);

@@ -2,7 +2,7 @@
 /*
  * test-wake-runtime.c - the wake path in the running runtime, asserted
  * through counters: which delivery a cross-worker wakeup takes
- * (heuristics.md section 3), what a wakeup of an idle worker costs, and
+ * (doc/scheduler.md 3.5), what a wakeup of an idle worker costs, and
  * that every wakeup was placed and counted.  Public API only.
  */
 #include <errno.h>
@@ -109,8 +109,8 @@ static void run_split_pingpong(const char *features, long idle_poll_us,
 	assert_int_equal(fiber_shutdown(), 0);
 }
 
-/* H2 (seed 002): a wakeup onto the idle partner in the same LLC goes
- * through its wakelist with TTWU_QUEUE_IDLE... */
+/* H2 (Tianchen Ding's mail): a wakeup onto the idle partner in the same LLC
+ * goes through its wakelist with TTWU_QUEUE_IDLE... */
 static void test_wake_runtime_same_llc_idle_uses_wakelist(void **state)
 {
 	struct deltas d;
@@ -156,7 +156,7 @@ static void test_wake_runtime_futex_only_for_sleepers(void **state)
 	assert_true(sleeping.futex > 0);
 }
 
-/* ---- H1 (seed 000): the idle-core scan of an overloaded LLC ------------ */
+/* ---- H1 (doc/scheduler.md 2.5): the idle-core scan of an overloaded LLC - */
 
 /*
  * The arrangement.  One 48-worker LLC (24 cores x 2 PUs).  A hog fiber is
@@ -410,11 +410,11 @@ static void sis_run(const char *core_features, struct sis_counts *c)
 }
 
 /*
- * H1 (seed 000) in the runtime: under overload with a set hint, a wakeup
- * probes at most SIS_CORE_LIMIT_NR cores with SIS_CORE_LIMIT, more without
- * the limit (SIS_CORE_FULL), none in mainline.  Without SIS_UTIL (all
- * features off) neither flag applies and every configuration scans the
- * whole span: that is asserted instead.
+ * H1 (doc/scheduler.md 2.5) in the runtime: under overload with a set hint, a
+ * wakeup probes at most SIS_CORE_LIMIT_NR cores with SIS_CORE_LIMIT, more
+ * without the limit (SIS_CORE_FULL), none in mainline.  Without SIS_UTIL (all
+ * features off) neither flag applies and every configuration scans the whole
+ * span: that is asserted instead.
  */
 static void test_wake_runtime_overloaded_llc_bounds_idle_core_scan(void **state)
 {
