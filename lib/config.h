@@ -9,9 +9,9 @@
  *   FB_CONFIG(NAME, KIND, MIN, MAX, WORDS, DEFAULT, FIELD, OVERRIDE,
  *             DOC, DEFAULT_DOC)
  *
- * defined.  env.c expands it into the loader and the fiber_config mapping;
- * test-env.c checks README.md's Configuration table against it.  The
- * columns:
+ * defined.  env.c expands it into the loader, the fiber_config mapping
+ * and fb_env_describe(); test-env.c checks README.md's Configuration table
+ * against it.  The columns:
  *
  *   NAME         the variable is LIBFIBER_NAME.
  *   KIND         INT (decimal digits, MIN to MAX), SIZE (digits with an

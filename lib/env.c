@@ -7,11 +7,13 @@
  * once at initialisation, validated, and overridden field by field by
  * struct fiber_config.  A bad value is an error that names the variable
  * (or the field), the value and what is accepted; nothing is ever
- * silently replaced by a default.
+ * silently replaced by a default.  fb_env_describe() prints the result
+ * from the same table.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "env.h"
@@ -460,4 +462,91 @@ void fb_env_free(struct fb_env *env)
 {
 	free(env->topology);
 	env->topology = NULL;
+}
+
+/* ---- the description ---------------------------------------------------- */
+
+struct out {
+	char *buf;
+	size_t len, used; /* used: the whole length, also past @len */
+};
+
+__attribute__((format(printf, 2, 3))) static void add(struct out *o,
+						      const char *fmt, ...)
+{
+	bool room = o->used < o->len;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(room ? o->buf + o->used : NULL,
+		      room ? o->len - o->used : 0, fmt, ap);
+	va_end(ap);
+	o->used += n > 0 ? (size_t)n : 0;
+}
+
+/* " NAME=value" for @v, whose field is @p; nothing when the field holds no
+ * value the variable accepts. */
+static void describe_var(struct out *o, const void *p, const struct var *v)
+{
+	static const char suffix[][2] = { "", "K", "M", "G" };
+	size_t mark = o->used, n;
+	const char *s;
+	int shift;
+
+	add(o, "%s%s=", mark ? " " : "", v->name);
+	switch (v->kind) {
+	case K_INT:
+		if (*(const long *)p < v->min || *(const long *)p > v->max)
+			goto none;
+		add(o, "%ld", *(const long *)p);
+		return;
+	case K_SIZE: /* with the largest suffix that is exact */
+		n = *(const size_t *)p;
+		if (n < (size_t)v->min || n > (size_t)v->max)
+			goto none;
+		for (shift = 30; shift && n % ((size_t)1 << shift); shift -= 10)
+			;
+		add(o, "%zu%s", n >> shift, suffix[shift / 10]);
+		return;
+	case K_BOOL:
+		if (*(const int *)p < 0)
+			goto none;
+		add(o, "%d", *(const int *)p);
+		return;
+	case K_ENUM:
+		s = word_at(v->words, *(const unsigned int *)p, &n);
+		if (!s)
+			goto none;
+		add(o, "%.*s", (int)n, s);
+		return;
+	case K_TEXT:
+		s = *(char *const *)p;
+		if (!s)
+			goto none;
+		add(o, !*s || strpbrk(s, " \t") ? "\"%s\"" : "%s", s);
+		return;
+	case K_FEATURES:
+		for (int i = 0; i < FB_FEAT_NR; i++)
+			add(o, "%s%s%s", i ? " " : "\"",
+			    (*(const uint64_t *)p >> i) & 1 ? "" : "NO_",
+			    fb_feature_name(i));
+		add(o, "\"");
+		return;
+	}
+none:
+	o->used = mark;
+	if (mark < o->len)
+		o->buf[mark] = '\0';
+}
+
+size_t fb_env_describe(const struct fb_env *env, char *buf, size_t len)
+{
+	struct out o = { buf, len, 0 };
+
+	if (len)
+		buf[0] = '\0';
+	for (int i = 0; i < V_NR; i++)
+		describe_var(&o, (const char *)env + vars[i].off, &vars[i]);
+	return o.used;
 }

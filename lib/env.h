@@ -63,6 +63,17 @@ int fb_env_topo_open(const struct fb_env *env, struct fb_topo **tp);
 /* fb_env_free - free what fb_env_load() allocated in @env. */
 void fb_env_free(struct fb_env *env);
 
+/*
+ * fb_env_describe - write @env as NAME=value pairs, in config.h's order,
+ * separated by spaces, to @buf (at most @len bytes with the NUL; @buf may
+ * be NULL when @len is 0).  Each value is spelled as its variable accepts
+ * it, in double quotes when it is empty or holds a blank; a variable whose
+ * field holds no value (no worker count, the machine's topology, bind -1)
+ * is left out.  Context: any thread; reads @env only.
+ * Return: the length of the whole description, as snprintf() does.
+ */
+size_t fb_env_describe(const struct fb_env *env, char *buf, size_t len);
+
 /* Parsers, exposed for the tests and the fuzzers.  Each returns 0 or EINVAL
  * and writes a message naming @var, @value, what is wrong and what is
  * accepted to @err, leaving *@out untouched.  Integers are decimal digits

@@ -6,7 +6,8 @@
  * struct fiber_config, whose messages name the field; a bad environment
  * under an implicit start is reported once; a refused topology's replay
  * (topo.c) leaves the process's stderr to its other threads.  README.md's
- * Configuration table says what lib/config.h declares.
+ * Configuration table says what lib/config.h declares, and
+ * fb_env_describe() spells each value as its variable accepts it.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -694,6 +695,137 @@ static void test_env_config_h_docs_state_range_and_default(void **state)
 	}
 }
 
+/* LIBFIBER_SCHED_FEATURES as fb_env_describe() spells @mask. */
+static void features_text(char *buf, size_t len, uint64_t mask)
+{
+	size_t used = 0;
+
+	for (int i = 0; i < FB_FEAT_NR && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s%s",
+					 i ? " " : "",
+					 (mask >> i) & 1 ? "" : "NO_",
+					 fb_feature_name(i));
+}
+
+static void expect_description(const struct fb_env *e, const char *want)
+{
+	char buf[2048];
+	size_t n = fb_env_describe(e, buf, sizeof(buf));
+
+	assert_string_equal(buf, want);
+	assert_int_equal(n, strlen(want));
+}
+
+/* Nothing set: the defaults, and no worker count, topology or binding,
+ * which the runtime decides. */
+static void test_env_describe_defaults(void **state)
+{
+	char feat[1024], want[2048];
+	struct fb_env e;
+
+	(void)state;
+	clear_env();
+	assert_int_equal(fb_env_load(&e, NULL), 0);
+	features_text(feat, sizeof(feat), fb_features_default());
+	snprintf(want, sizeof(want),
+		 "LIBFIBER_SCHED_FEATURES=\"%s\" LIBFIBER_STACK_SIZE=256K "
+		 "LIBFIBER_IDLE_POLL_US=50 LIBFIBER_STATS=0 "
+		 "LIBFIBER_BLOCKED_LOAD_INTERVAL_MS=1 LIBFIBER_CLOCK=auto",
+		 feat);
+	expect_description(&e, want);
+	fb_env_free(&e);
+}
+
+/* Put each NAME=value pair of @desc into the environment. */
+static void setenv_pairs(const char *desc)
+{
+	char name[64], value[512];
+
+	clear_env();
+	for (const char *p = desc; *p;) {
+		int n = 0;
+
+		if (sscanf(p, "%63[A-Z_]=\"%511[^\"]\"%n", name, value, &n) !=
+			    2 &&
+		    sscanf(p, "%63[A-Z_]=%511[^ ]%n", name, value, &n) != 2)
+			fail_msg("not a pair: %s", p);
+		setenv(name, value, 1);
+		p += n;
+		p += *p == ' ';
+	}
+}
+
+/* Every variable set: each value as the variable accepts it, and the
+ * description read back as the environment gives the same configuration. */
+static void test_env_describe_round_trips(void **state)
+{
+	struct fiber_config c = { .workers = 5 };
+	char feat[1024], want[2048], again[2048];
+	uint64_t mask;
+	struct fb_env e, e2;
+
+	(void)state;
+	clear_env();
+	setenv("LIBFIBER_WORKERS", "3", 1);
+	setenv("LIBFIBER_TOPOLOGY", "pack:1 core:2 pu:2", 1);
+	setenv("LIBFIBER_BIND", "0", 1);
+	setenv("LIBFIBER_SCHED_FEATURES", "NO_TTWU_QUEUE,ASYM_PACKING", 1);
+	setenv("LIBFIBER_STACK_SIZE", "3145728", 1);
+	setenv("LIBFIBER_IDLE_POLL_US", "0", 1);
+	setenv("LIBFIBER_STATS", "json", 1);
+	setenv("LIBFIBER_BLOCKED_LOAD_INTERVAL_MS", "50", 1);
+	setenv("LIBFIBER_CLOCK", "monotonic", 1);
+	assert_int_equal(fb_env_load(&e, NULL), 0);
+	mask = (fb_features_default() & ~(UINT64_C(1) << FB_FEAT_TTWU_QUEUE)) |
+	       UINT64_C(1) << FB_FEAT_ASYM_PACKING;
+	features_text(feat, sizeof(feat), mask);
+	snprintf(want, sizeof(want),
+		 "LIBFIBER_WORKERS=3 LIBFIBER_TOPOLOGY=\"pack:1 core:2 pu:2\" "
+		 "LIBFIBER_BIND=0 LIBFIBER_SCHED_FEATURES=\"%s\" "
+		 "LIBFIBER_STACK_SIZE=3M LIBFIBER_IDLE_POLL_US=0 "
+		 "LIBFIBER_STATS=json LIBFIBER_BLOCKED_LOAD_INTERVAL_MS=50 "
+		 "LIBFIBER_CLOCK=monotonic",
+		 feat);
+	expect_description(&e, want);
+
+	setenv_pairs(want);
+	assert_int_equal(fb_env_load(&e2, NULL), 0);
+	fb_env_describe(&e2, again, sizeof(again));
+	assert_string_equal(again, want);
+	assert_int_equal(e2.features, mask);
+	assert_int_equal(e2.stack_size, 3 << 20);
+	fb_env_free(&e2);
+	fb_env_free(&e);
+
+	/* A field that wins is described; a topology without blanks is not
+	 * quoted. */
+	setenv("LIBFIBER_TOPOLOGY", "/no/such.xml", 1);
+	assert_int_equal(fb_env_load(&e, &c), 0);
+	fb_env_describe(&e, again, sizeof(again));
+	assert_non_null(strstr(again, "LIBFIBER_WORKERS=5 "
+				      "LIBFIBER_TOPOLOGY=/no/such.xml "));
+	fb_env_free(&e);
+	clear_env();
+}
+
+/* A short buffer gets the beginning and a NUL; the length is the whole. */
+static void test_env_describe_truncates_like_snprintf(void **state)
+{
+	char full[2048], part[16];
+	struct fb_env e;
+	size_t n;
+
+	(void)state;
+	clear_env();
+	assert_int_equal(fb_env_load(&e, NULL), 0);
+	n = fb_env_describe(&e, full, sizeof(full));
+	assert_int_equal(fb_env_describe(&e, NULL, 0), n);
+	assert_int_equal(fb_env_describe(&e, part, sizeof(part)), n);
+	assert_int_equal(strlen(part), sizeof(part) - 1);
+	assert_memory_equal(part, full, sizeof(part) - 1);
+	fb_env_free(&e);
+}
+
 /* ---- a refused topology's replay and the other threads' stderr ---------- */
 
 #define TOKEN "@@w" /* a writer line: TOKEN, 6 digits, newline */
@@ -829,6 +961,9 @@ int main(void)
 		cmocka_unit_test(test_env_readme_table_is_config_h),
 		cmocka_unit_test(
 			test_env_config_h_docs_state_range_and_default),
+		cmocka_unit_test(test_env_describe_defaults),
+		cmocka_unit_test(test_env_describe_round_trips),
+		cmocka_unit_test(test_env_describe_truncates_like_snprintf),
 		cmocka_unit_test(
 			test_env_refused_topology_keeps_other_threads_stderr),
 	};
