@@ -67,7 +67,8 @@ typedef struct fb_pipe fiber_pipe_t;
  * at 0 (or NULL) means "take the environment variable named below, else its
  * default" (README.md has the table of LIBFIBER_* variables).  A field that
  * is set overrides its variable; a bad value makes fiber_init() fail with
- * EINVAL and a message naming the field (fiber_config.NAME).
+ * EINVAL and a message naming the field (fiber_config.NAME).  Inside the
+ * library, lib/config.h pairs each field with its variable.
  */
 struct fiber_config {
 	/* Number of workers, 1 to 1024; 0: LIBFIBER_WORKERS (default: one

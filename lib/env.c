@@ -1,19 +1,106 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * env.c - LIBFIBER_* variables.  Read once at initialisation, validated, and
- * overridden field by field by struct fiber_config.  A bad value is an
- * error that names the variable, the value and what is accepted; nothing
- * is ever silently replaced by a default.
+ * env.c - LIBFIBER_* variables.  config.h declares each one: its kind,
+ * range, default, the fb_env field it fills and the fiber_config field
+ * that overrides it.  Here that table becomes vars[], and one loader walks
+ * it, handing each value to the parser of its kind (fb_parse_*).  Read
+ * once at initialisation, validated, and overridden field by field by
+ * struct fiber_config.  A bad value is an error that names the variable
+ * (or the field), the value and what is accepted; nothing is ever
+ * silently replaced by a default.  fb_env_describe() prints the result
+ * from the same table.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "env.h"
 #include "place.h"
 #include "topo.h"
 
+/* ---- the table ---------------------------------------------------------- */
+
+/* Each kind and the type of the fb_env field it fills. */
+enum kind { K_INT, K_SIZE, K_BOOL, K_ENUM, K_TEXT, K_FEATURES };
+#define TYPE_INT long
+#define TYPE_SIZE size_t
+#define TYPE_BOOL int
+#define TYPE_ENUM unsigned int /* an enum of non-negative values */
+#define TYPE_TEXT char *
+#define TYPE_FEATURES uint64_t
+/* The kinds whose fiber_config field is a string, parsed as the variable. */
+#define STRING_KIND(k) ((k) >= K_ENUM)
+
+/* The type of a fiber_config field. */
+enum ctype { T_INT, T_UINT, T_LONG, T_ULONG, T_STR };
+#define CTYPE(f)                                                               \
+	_Generic(((struct fiber_config *)0)->f, int: T_INT,                    \
+		 unsigned int: T_UINT, long: T_LONG, unsigned long: T_ULONG,   \
+		 const char *: T_STR)
+
+struct var {
+	const char *name; /* "LIBFIBER_WORKERS" */
+	enum kind kind;
+	long min, max;	   /* K_INT, K_SIZE */
+	const char *words; /* K_ENUM: in the enum's order */
+	const char *def;   /* spelled as the variable; NULL: none */
+	size_t off;	   /* of the field in struct fb_env */
+	const char *cname; /* "fiber_config.workers"; NULL: none */
+	size_t coff;	   /* of that field in struct fiber_config */
+	enum ctype ctype;
+	long flag; /* offset of its *_set flag; -1: none, 0 or NULL unsets */
+};
+
+enum {
+#define FB_CONFIG(name, ...) V_##name,
+#include "config.h"
+#undef FB_CONFIG
+	V_NR
+};
+
+#define FB_CFG(f) FB_CFG_FLAG(f, -1L)
+#define FB_CFG_SET(f, set)                                                     \
+	FB_CFG_FLAG(f, (long)offsetof(struct fiber_config, set))
+#define FB_CFG_FLAG(f, set)                                                    \
+	.cname = "fiber_config." #f, .coff = offsetof(struct fiber_config, f), \
+	.ctype = CTYPE(f), .flag = set
+#define FB_CFG_NONE .flag = -1
+#define FB_CONFIG(n, k, lo, hi, w, d, field, cfg, ...)                         \
+	[V_##n] = { .name = "LIBFIBER_" #n,                                    \
+		    .kind = K_##k,                                             \
+		    .min = lo,                                                 \
+		    .max = hi,                                                 \
+		    .words = w,                                                \
+		    .def = d,                                                  \
+		    .off = offsetof(struct fb_env, field),                     \
+		    cfg },
+static const struct var vars[] = {
+#include "config.h"
+};
+#undef FB_CONFIG
+
+/* Each field has the type its kind fills; a fiber_config field is a
+ * string exactly when its kind parses one. */
+#undef FB_CFG_FLAG
+#define FB_CFG_FLAG(f, set) (CTYPE(f) == T_STR)
+#undef FB_CFG_NONE
+#define FB_CFG_NONE -1
+#define FB_CONFIG(n, k, lo, hi, w, d, field, cfg, ...)                         \
+	_Static_assert(__builtin_types_compatible_p(                           \
+			       __typeof__(((struct fb_env *)0)->field),        \
+			       TYPE_##k) &&                                    \
+			       (cfg == -1 || cfg == STRING_KIND(K_##k)),       \
+		       "LIBFIBER_" #n ": a field of the wrong type");
+#include "config.h"
+#undef FB_CONFIG
+#undef FB_CFG
+#undef FB_CFG_SET
+#undef FB_CFG_FLAG
+#undef FB_CFG_NONE
+
+/* ---- the parsers -------------------------------------------------------- */
 /* Write "@var="@value": @what; expected @expected" to @err. */
 static int bad(char *err, size_t errlen, const char *var, const char *value,
 	       const char *what, const char *expected)
@@ -118,234 +205,210 @@ int fb_parse_bool(const char *var, const char *value, bool *out, char *err,
 		   "0 or 1");
 }
 
+/* The @i-th of @words, its length in *@len; NULL past the last. */
+static const char *word_at(const char *words, long i, size_t *len)
+{
+	const char *p = words + strspn(words, " ");
+
+	for (; *p && i >= 0; p += strspn(p, " ")) {
+		*len = strcspn(p, " ");
+		if (!i--)
+			return p;
+		p += *len;
+	}
+	return NULL;
+}
+
+int fb_parse_enum(const char *var, const char *value, const char *words,
+		  int *out, char *err, size_t errlen)
+{
+	char msg[128] = ""; /* "a, b or c" */
+	const char *w, *sep;
+	size_t n, next, used = 0;
+
+	for (int i = 0; (w = word_at(words, i, &n)); i++) {
+		if (value && strlen(value) == n && !strncmp(value, w, n)) {
+			*out = i;
+			return 0;
+		}
+		sep = word_at(words, i + 1, &next) ? ", " : " or ";
+		if (used < sizeof(msg))
+			used += (size_t)snprintf(msg + used, sizeof(msg) - used,
+						 "%s%.*s", i ? sep : "", (int)n,
+						 w);
+	}
+	return bad(err, errlen, var, value ? value : "",
+		   value && *value ? "unknown value" : "empty", msg);
+}
+
 int fb_parse_stats(const char *var, const char *value, enum fb_stats_mode *out,
 		   char *err, size_t errlen)
 {
-	if (value && !strcmp(value, "0"))
-		*out = FB_STATS_OFF;
-	else if (value && !strcmp(value, "1"))
-		*out = FB_STATS_TABLE;
-	else if (value && !strcmp(value, "json"))
-		*out = FB_STATS_JSON;
-	else
-		return bad(err, errlen, var, value ? value : "",
-			   "not a statistics mode", "0, 1 or json");
-	return 0;
+	int i, rc;
+
+	rc = fb_parse_enum(var, value, vars[V_STATS].words, &i, err, errlen);
+	if (!rc)
+		*out = (enum fb_stats_mode)i;
+	return rc;
+}
+
+/* tsc is one of LIBFIBER_CLOCK's words everywhere; it runs only where the
+ * kernel keeps time with the TSC. */
+static int tsc_refused(const char *var, char *err, size_t errlen)
+{
+	return bad(err, errlen, var, "tsc",
+		   "the kernel's clocksource is not the TSC here",
+		   "auto or monotonic");
 }
 
 int fb_parse_clock(const char *var, const char *value, enum fb_clock_kind *out,
 		   char *err, size_t errlen)
 {
-	if (value && !strcmp(value, "auto")) {
-		*out = FB_CLOCK_AUTO;
-	} else if (value && !strcmp(value, "monotonic")) {
-		*out = FB_CLOCK_MONOTONIC;
-	} else if (value && !strcmp(value, "tsc")) {
-		if (!fb_tsc_usable())
-			return bad(err, errlen, var, value,
-				   "the kernel's clocksource is not the TSC "
-				   "here",
-				   "auto or monotonic");
-		*out = FB_CLOCK_TSC;
-	} else {
-		return bad(err, errlen, var, value ? value : "", "not a clock",
-			   "auto, tsc or monotonic");
-	}
+	int i, rc;
+
+	rc = fb_parse_enum(var, value, vars[V_CLOCK].words, &i, err, errlen);
+	if (rc)
+		return rc;
+	if (i == FB_CLOCK_TSC && !fb_tsc_usable())
+		return tsc_refused(var, err, errlen);
+	*out = (enum fb_clock_kind)i;
 	return 0;
 }
 
-/* An environment variable that is set but empty is a value too ("" is
- * refused by every parser except LIBFIBER_SCHED_FEATURES and
- * LIBFIBER_TOPOLOGY, where it means "nothing" / "the machine"). */
-static const char *var(const char *name)
-{
-	return getenv(name);
-}
+/* ---- the loader --------------------------------------------------------- */
 
-/* fiber_config.workers, else LIBFIBER_WORKERS; 0 when neither is set. */
-static int load_workers(struct fb_env *env, const struct fiber_config *c,
-			char *err, size_t errlen)
+/* Parse @value, named @name in messages, into @v's field @p. */
+static int parse(void *p, const struct var *v, const char *name,
+		 const char *value, char *err, size_t errlen)
 {
-	const char *v;
-	long l;
-	int rc;
-
-	if (c && c->workers) {
-		if (c->workers > FB_MAX_WORKERS) {
-			snprintf(err, errlen,
-				 "fiber_config.workers=%u: more than the %d "
-				 "workers libfiber can run; expected 1 to %d, "
-				 "or 0 for LIBFIBER_WORKERS",
-				 c->workers, FB_MAX_WORKERS, FB_MAX_WORKERS);
-			return EINVAL;
-		}
-		env->workers = (int)c->workers;
-	} else if ((v = var("LIBFIBER_WORKERS"))) {
-		rc = fb_parse_long("LIBFIBER_WORKERS", v, 1, FB_MAX_WORKERS, &l,
-				   err, errlen);
-		if (rc)
-			return rc;
-		env->workers = (int)l;
-	}
-	return 0;
-}
-
-/* fiber_config.bind (when bind_set and not -1), else LIBFIBER_BIND. */
-static int load_bind(struct fb_env *env, const struct fiber_config *c,
-		     char *err, size_t errlen)
-{
-	const char *v;
 	bool b;
-	int rc;
+	int i, rc;
 
-	env->bind = -1;
-	if (c && c->bind_set && c->bind != -1) {
-		if (c->bind != 0 && c->bind != 1) {
-			snprintf(err, errlen,
-				 "fiber_config.bind=%d: not a binding mode; "
-				 "expected 1 (pin workers), 0 (do not) or -1 "
-				 "(LIBFIBER_BIND)",
-				 c->bind);
-			return EINVAL;
-		}
-		env->bind = c->bind;
-	} else if ((v = var("LIBFIBER_BIND"))) {
-		rc = fb_parse_bool("LIBFIBER_BIND", v, &b, err, errlen);
-		if (rc)
-			return rc;
-		env->bind = b;
-	}
-	return 0;
-}
-
-/* fiber_config.stack_size, else LIBFIBER_STACK_SIZE, else the default. */
-static int load_stack(struct fb_env *env, const struct fiber_config *c,
-		      char *err, size_t errlen)
-{
-	const char *v;
-
-	env->stack_size = FB_STACK_DEFAULT;
-	if (c && c->stack_size) {
-		if (c->stack_size < FIBER_STACK_MIN ||
-		    c->stack_size > FB_STACK_MAX) {
-			snprintf(err, errlen,
-				 "fiber_config.stack_size=%zu: out of range; "
-				 "expected %d to %ld bytes, or 0 for "
-				 "LIBFIBER_STACK_SIZE",
-				 c->stack_size, FIBER_STACK_MIN, FB_STACK_MAX);
-			return EINVAL;
-		}
-		env->stack_size = c->stack_size;
-	} else if ((v = var("LIBFIBER_STACK_SIZE"))) {
-		return fb_parse_size("LIBFIBER_STACK_SIZE", v, FIBER_STACK_MIN,
-				     FB_STACK_MAX, &env->stack_size, err,
+	switch (v->kind) {
+	case K_INT:
+		return fb_parse_long(name, value, v->min, v->max, p, err,
 				     errlen);
-	}
-	return 0;
-}
-
-/* fiber_config.idle_poll_us (when idle_poll_set and not -1), else
- * LIBFIBER_IDLE_POLL_US, else the default. */
-static int load_idle_poll(struct fb_env *env, const struct fiber_config *c,
-			  char *err, size_t errlen)
-{
-	const char *v;
-
-	env->idle_poll_us = FB_IDLE_POLL_DEFAULT_US;
-	if (c && c->idle_poll_set && c->idle_poll_us != -1) {
-		if (c->idle_poll_us < 0 ||
-		    c->idle_poll_us > FB_IDLE_POLL_MAX_US) {
-			snprintf(err, errlen,
-				 "fiber_config.idle_poll_us=%ld: out of range; "
-				 "expected 0 to %d, or -1 for "
-				 "LIBFIBER_IDLE_POLL_US",
-				 c->idle_poll_us, FB_IDLE_POLL_MAX_US);
-			return EINVAL;
-		}
-		env->idle_poll_us = c->idle_poll_us;
-	} else if ((v = var("LIBFIBER_IDLE_POLL_US"))) {
-		return fb_parse_long("LIBFIBER_IDLE_POLL_US", v, 0,
-				     FB_IDLE_POLL_MAX_US, &env->idle_poll_us,
-				     err, errlen);
-	}
-	return 0;
-}
-
-/* The strings: a field that is set wins over its variable, and its name is
- * the one an error message gives. */
-static int load_strings(struct fb_env *env, const struct fiber_config *c,
-			char *err, size_t errlen)
-{
-	const char *v, *name;
-	int rc;
-
-	env->topology_name = "LIBFIBER_TOPOLOGY";
-	v = var("LIBFIBER_TOPOLOGY");
-	if (c && c->topology) {
-		env->topology_name = "fiber_config.topology";
-		v = c->topology;
-	}
-	if (v && *v) {
-		env->topology = strdup(v);
-		if (!env->topology)
+	case K_SIZE:
+		return fb_parse_size(name, value, (size_t)v->min,
+				     (size_t)v->max, p, err, errlen);
+	case K_BOOL:
+		rc = fb_parse_bool(name, value, &b, err, errlen);
+		if (!rc)
+			*(int *)p = b;
+		return rc;
+	case K_ENUM:
+		rc = fb_parse_enum(name, value, v->words, &i, err, errlen);
+		if (!rc)
+			*(unsigned int *)p = (unsigned int)i;
+		return rc;
+	case K_TEXT:
+		if (*value && !(*(char **)p = strdup(value)))
 			return ENOMEM;
+		return 0;
+	case K_FEATURES:
+		return fb_features_parse(name, value, fb_features_default(), p,
+					 err, errlen);
 	}
+	return 0;
+}
 
-	env->features = fb_features_default();
-	name = "LIBFIBER_SCHED_FEATURES";
-	v = var(name);
-	if (c && c->sched_features) {
-		name = "fiber_config.sched_features";
-		v = c->sched_features;
-	}
-	if (v) {
-		rc = fb_features_parse(name, v, env->features, &env->features,
-				       err, errlen);
-		if (rc)
-			return rc;
-	}
+/* The number in the fiber_config field @p of type @t (at most LONG_MAX). */
+static long cfg_number(const void *p, enum ctype t)
+{
+	if (t == T_INT)
+		return *(const int *)p;
+	if (t == T_UINT)
+		return *(const unsigned int *)p;
+	if (t == T_LONG)
+		return *(const long *)p;
+	return (long)FB_MIN(*(const unsigned long *)p, (unsigned long)LONG_MAX);
+}
 
-	env->stats = FB_STATS_OFF;
-	name = "LIBFIBER_STATS";
-	v = var(name);
-	if (c && c->stats) {
-		name = "fiber_config.stats";
-		v = c->stats;
+/* Whether @c sets @v's field, by its convention (config.h); the field's
+ * address in *@p. */
+static bool cfg_sets(const struct fiber_config *c, const struct var *v,
+		     const void **p)
+{
+	if (!c || !v->cname)
+		return false;
+	*p = (const char *)c + v->coff;
+	if (v->ctype == T_STR)
+		return *(const char *const *)*p != NULL;
+	if (v->flag >= 0)
+		return *(const int *)((const char *)c + v->flag) &&
+		       cfg_number(*p, v->ctype) != -1;
+	return cfg_number(*p, v->ctype) != 0;
+}
+
+/* Store the number in the fiber_config field @p in @v's field @field, or
+ * refuse it, naming the field, when it is out of @v's range. */
+static int take_number(void *field, const struct var *v, const void *p,
+		       char *err, size_t errlen)
+{
+	bool is_bool = v->kind == K_BOOL;
+	long n = cfg_number(p, v->ctype), lo = is_bool ? 0 : v->min,
+	     hi = is_bool ? 1 : v->max;
+	char text[24], range[64];
+
+	if (n >= lo && n <= hi) {
+		if (v->kind == K_INT)
+			*(long *)field = n;
+		else if (v->kind == K_SIZE)
+			*(size_t *)field = (size_t)n;
+		else
+			*(int *)field = (int)n;
+		return 0;
 	}
-	return v ? fb_parse_stats(name, v, &env->stats, err, errlen) : 0;
+	if (v->ctype == T_ULONG)
+		snprintf(text, sizeof(text), "%lu", *(const unsigned long *)p);
+	else
+		snprintf(text, sizeof(text), "%ld", n);
+	snprintf(range, sizeof(range), is_bool ? "0 or 1" : "%ld to %ld%s", lo,
+		 hi, v->kind == K_SIZE ? " bytes" : "");
+	snprintf(err, errlen, "%s=%s: %s; expected %s, or %d for %s", v->cname,
+		 text, is_bool ? "not 0 or 1" : "out of range", range,
+		 v->flag >= 0 ? -1 : 0, v->name);
+	return EINVAL;
+}
+
+/* One variable: @c's field when it sets one, else the environment, else
+ * the default; none of them leaves the field unset.  A variable that is
+ * set but empty is a value too ("" is refused by every kind but TEXT and
+ * FEATURES, where it means none / the defaults). */
+static int load_var(struct fb_env *env, const struct var *v,
+		    const struct fiber_config *c, char *err, size_t errlen)
+{
+	const char *name = v->name, *value = getenv(v->name);
+	void *field = (char *)env + v->off;
+	const void *p;
+
+	if (v->kind == K_BOOL)
+		*(int *)field = -1;
+	if (cfg_sets(c, v, &p)) {
+		if (!STRING_KIND(v->kind))
+			return take_number(field, v, p, err, errlen);
+		name = v->cname;
+		value = *(const char *const *)p;
+	}
+	if (v == &vars[V_TOPOLOGY])
+		env->topology_name = name;
+	if (!value)
+		value = v->def;
+	return value ? parse(field, v, name, value, err, errlen) : 0;
 }
 
 static int load(struct fb_env *env, const struct fiber_config *c, char *err,
 		size_t errlen)
 {
-	const char *v;
-	int rc;
+	for (int i = 0; i < V_NR; i++) {
+		int rc = load_var(env, &vars[i], c, err, errlen);
 
-	rc = load_workers(env, c, err, errlen);
-	if (!rc)
-		rc = load_strings(env, c, err, errlen);
-	if (!rc)
-		rc = load_bind(env, c, err, errlen);
-	if (!rc)
-		rc = load_stack(env, c, err, errlen);
-	if (!rc)
-		rc = load_idle_poll(env, c, err, errlen);
-	if (rc)
-		return rc;
-
-	env->blocked_load_interval_ms = 1;
-	if ((v = var("LIBFIBER_BLOCKED_LOAD_INTERVAL_MS"))) {
-		rc = fb_parse_long("LIBFIBER_BLOCKED_LOAD_INTERVAL_MS", v, 1,
-				   1000, &env->blocked_load_interval_ms, err,
-				   errlen);
 		if (rc)
 			return rc;
 	}
-
-	env->clock = FB_CLOCK_AUTO;
-	if ((v = var("LIBFIBER_CLOCK")))
-		return fb_parse_clock("LIBFIBER_CLOCK", v, &env->clock, err,
-				      errlen);
+	/* The one value that parses and is refused all the same. */
+	if (env->clock == FB_CLOCK_TSC && !fb_tsc_usable())
+		return tsc_refused(vars[V_CLOCK].name, err, errlen);
 	return 0;
 }
 
@@ -399,4 +462,91 @@ void fb_env_free(struct fb_env *env)
 {
 	free(env->topology);
 	env->topology = NULL;
+}
+
+/* ---- the description ---------------------------------------------------- */
+
+struct out {
+	char *buf;
+	size_t len, used; /* used: the whole length, also past @len */
+};
+
+__attribute__((format(printf, 2, 3))) static void add(struct out *o,
+						      const char *fmt, ...)
+{
+	bool room = o->used < o->len;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(room ? o->buf + o->used : NULL,
+		      room ? o->len - o->used : 0, fmt, ap);
+	va_end(ap);
+	o->used += n > 0 ? (size_t)n : 0;
+}
+
+/* " NAME=value" for @v, whose field is @p; nothing when the field holds no
+ * value the variable accepts. */
+static void describe_var(struct out *o, const void *p, const struct var *v)
+{
+	static const char suffix[][2] = { "", "K", "M", "G" };
+	size_t mark = o->used, n;
+	const char *s;
+	int shift;
+
+	add(o, "%s%s=", mark ? " " : "", v->name);
+	switch (v->kind) {
+	case K_INT:
+		if (*(const long *)p < v->min || *(const long *)p > v->max)
+			goto none;
+		add(o, "%ld", *(const long *)p);
+		return;
+	case K_SIZE: /* with the largest suffix that is exact */
+		n = *(const size_t *)p;
+		if (n < (size_t)v->min || n > (size_t)v->max)
+			goto none;
+		for (shift = 30; shift && n % ((size_t)1 << shift); shift -= 10)
+			;
+		add(o, "%zu%s", n >> shift, suffix[shift / 10]);
+		return;
+	case K_BOOL:
+		if (*(const int *)p < 0)
+			goto none;
+		add(o, "%d", *(const int *)p);
+		return;
+	case K_ENUM:
+		s = word_at(v->words, *(const unsigned int *)p, &n);
+		if (!s)
+			goto none;
+		add(o, "%.*s", (int)n, s);
+		return;
+	case K_TEXT:
+		s = *(char *const *)p;
+		if (!s)
+			goto none;
+		add(o, !*s || strpbrk(s, " \t") ? "\"%s\"" : "%s", s);
+		return;
+	case K_FEATURES:
+		for (int i = 0; i < FB_FEAT_NR; i++)
+			add(o, "%s%s%s", i ? " " : "\"",
+			    (*(const uint64_t *)p >> i) & 1 ? "" : "NO_",
+			    fb_feature_name(i));
+		add(o, "\"");
+		return;
+	}
+none:
+	o->used = mark;
+	if (mark < o->len)
+		o->buf[mark] = '\0';
+}
+
+size_t fb_env_describe(const struct fb_env *env, char *buf, size_t len)
+{
+	struct out o = { buf, len, 0 };
+
+	if (len)
+		buf[0] = '\0';
+	for (int i = 0; i < V_NR; i++)
+		describe_var(&o, (const char *)env + vars[i].off, &vars[i]);
+	return o.used;
 }

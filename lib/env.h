@@ -13,27 +13,23 @@
 #include "clock.h"
 #include "fiber.h"
 
-/* Default fiber stack: 256 KiB of address space, reserved lazily
- * (MAP_NORESERVE); only touched pages cost memory.  Picked so that glibc's
- * stdio and a few KiB of locals fit many times over. */
+/* The default fiber stack, 256 KiB: LIBFIBER_STACK_SIZE's default in
+ * config.h, for the code that needs it before the runtime runs (test-env
+ * checks that the two agree); and the largest stack, 1 GiB. */
 #define FB_STACK_DEFAULT (256 * 1024)
 #define FB_STACK_MAX (1024L * 1024 * 1024)
-/* Default idle poll window: 50 us.  Picked: a round trip through a polling
- * worker costs < 1 us, a futex wake of a sleeping one 30-100 us on this
- * class of guest; 50 us covers back-to-back request gaps of a busy server
- * and costs at most 50 us of CPU per idle entry. */
-#define FB_IDLE_POLL_DEFAULT_US 50
-#define FB_IDLE_POLL_MAX_US 1000000
 
 enum fb_stats_mode { FB_STATS_OFF, FB_STATS_TABLE, FB_STATS_JSON };
 
+/* Filled by fb_env_load() from the table in config.h, which gives each
+ * field's variable, default and fiber_config counterpart. */
 struct fb_env {
-	int workers;		   /* 0: one per PU */
+	long workers;		   /* 0: one per PU */
 	char *topology;		   /* NULL: the machine */
 	const char *topology_name; /* where @topology came from, for messages:
 				      "LIBFIBER_TOPOLOGY" or
 				      "fiber_config.topology" */
-	int bind;		   /* -1: default (1 on a real topology) */
+	int bind;		   /* -1: default (the runtime makes it 1) */
 	size_t stack_size;
 	uint64_t features;
 	long idle_poll_us;
@@ -67,6 +63,17 @@ int fb_env_topo_open(const struct fb_env *env, struct fb_topo **tp);
 /* fb_env_free - free what fb_env_load() allocated in @env. */
 void fb_env_free(struct fb_env *env);
 
+/*
+ * fb_env_describe - write @env as NAME=value pairs, in config.h's order,
+ * separated by spaces, to @buf (at most @len bytes with the NUL; @buf may
+ * be NULL when @len is 0).  Each value is spelled as its variable accepts
+ * it, in double quotes when it is empty or holds a blank; a variable whose
+ * field holds no value (no worker count, the machine's topology, bind -1)
+ * is left out.  Context: any thread; reads @env only.
+ * Return: the length of the whole description, as snprintf() does.
+ */
+size_t fb_env_describe(const struct fb_env *env, char *buf, size_t len);
+
 /* Parsers, exposed for the tests and the fuzzers.  Each returns 0 or EINVAL
  * and writes a message naming @var, @value, what is wrong and what is
  * accepted to @err, leaving *@out untouched.  Integers are decimal digits
@@ -78,10 +85,15 @@ int fb_parse_size(const char *var, const char *value, size_t min, size_t max,
 		  size_t *out, char *err, size_t errlen);
 int fb_parse_bool(const char *var, const char *value, bool *out, char *err,
 		  size_t errlen);
+/* One of @words (separated by spaces, case matters): *@out is its index. */
+int fb_parse_enum(const char *var, const char *value, const char *words,
+		  int *out, char *err, size_t errlen);
+/* LIBFIBER_STATS: 0, 1 or json (config.h's words). */
 int fb_parse_stats(const char *var, const char *value, enum fb_stats_mode *out,
 		   char *err, size_t errlen);
-/* LIBFIBER_CLOCK: auto, tsc or monotonic; tsc is refused (EINVAL) where
- * the kernel does not keep time with the TSC (clock.h). */
+/* LIBFIBER_CLOCK: auto, tsc or monotonic (config.h's words); tsc is
+ * refused (EINVAL) where the kernel does not keep time with the TSC
+ * (clock.h). */
 int fb_parse_clock(const char *var, const char *value, enum fb_clock_kind *out,
 		   char *err, size_t errlen);
 

@@ -5,7 +5,9 @@
  * variable and the value, and nothing starts.  The same for the fields of
  * struct fiber_config, whose messages name the field; a bad environment
  * under an implicit start is reported once; a refused topology's replay
- * (topo.c) leaves the process's stderr to its other threads.
+ * (topo.c) leaves the process's stderr to its other threads.  README.md's
+ * Configuration table says what lib/config.h declares, and
+ * fb_env_describe() spells each value as its variable accepts it.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -31,18 +33,25 @@
 #endif
 #define MALFORMED_XML FB_TEST_TOPOLOGIES "/malformed.xml"
 
-static const char *const vars[] = {
-	"LIBFIBER_WORKERS",    "LIBFIBER_TOPOLOGY",
-	"LIBFIBER_BIND",       "LIBFIBER_SCHED_FEATURES",
-	"LIBFIBER_STACK_SIZE", "LIBFIBER_IDLE_POLL_US",
-	"LIBFIBER_STATS",      "LIBFIBER_BLOCKED_LOAD_INTERVAL_MS",
-	"LIBFIBER_CLOCK",
+/* config.h, expanded for the checks of README.md and of the table. */
+struct var {
+	const char *name, *kind;
+	long min, max;
+	const char *words, *def, *doc, *default_doc;
 };
+
+static const struct var table[] = {
+#define FB_CONFIG(n, k, lo, hi, w, d, field, cfg, doc, ddoc)                   \
+	{ "LIBFIBER_" #n, #k, lo, hi, w, d, doc, ddoc },
+#include "config.h"
+#undef FB_CONFIG
+};
+#define NR_VARS (sizeof(table) / sizeof(table[0]))
 
 static void clear_env(void)
 {
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		unsetenv(vars[i]);
+	for (size_t i = 0; i < NR_VARS; i++)
+		unsetenv(table[i].name);
 }
 
 /* Capture what goes to stderr between capture_begin and capture_end. */
@@ -400,8 +409,8 @@ static void test_env_config_errors_name_the_field(void **state)
 	(void)state;
 	clear_env();
 	c = (struct fiber_config){ .bind_set = 1, .bind = 2 };
-	expect_config_refused(&c, "fiber_config.bind=2: not a binding mode; "
-				  "expected 1 (pin workers), 0 (do not) or -1");
+	expect_config_refused(&c, "fiber_config.bind=2: not 0 or 1; expected 0 "
+				  "or 1, or -1 for LIBFIBER_BIND");
 	c = (struct fiber_config){ .topology = "garbage:xyz" };
 	expect_config_refused(&c, "fiber_config.topology=\"garbage:xyz\": not "
 				  "a valid hwloc synthetic description");
@@ -411,8 +420,9 @@ static void test_env_config_errors_name_the_field(void **state)
 	c = (struct fiber_config){ .stats = "JSON" };
 	expect_config_refused(&c, "fiber_config.stats=\"JSON\"");
 	c = (struct fiber_config){ .workers = 5000 };
-	expect_config_refused(&c, "fiber_config.workers=5000: more than the "
-				  "1024 workers");
+	expect_config_refused(&c, "fiber_config.workers=5000: out of range; "
+				  "expected 1 to 1024, or 0 for "
+				  "LIBFIBER_WORKERS");
 	c = (struct fiber_config){ .stack_size = 100 };
 	expect_config_refused(&c, "fiber_config.stack_size=100: out of range");
 	c = (struct fiber_config){ .idle_poll_set = 1, .idle_poll_us = -2 };
@@ -467,6 +477,353 @@ static void test_env_implicit_start_reports_once(void **state)
 	assert_int_equal(fiber_join(f, NULL), 0);
 	assert_int_equal(fiber_shutdown(), 0);
 	clear_env();
+}
+
+static void test_env_enum_parser(void **state)
+{
+	enum fb_stats_mode m = FB_STATS_TABLE;
+	char err[256];
+	int i = 7;
+
+	(void)state;
+	assert_int_equal(fb_parse_enum("E", "tsc", "auto tsc monotonic", &i,
+				       err, sizeof(err)),
+			 0);
+	assert_int_equal(i, 1);
+	i = 7;
+	assert_int_equal(fb_parse_enum("E", "ts", "auto tsc monotonic", &i, err,
+				       sizeof(err)),
+			 EINVAL);
+	assert_int_equal(i, 7);
+	assert_string_equal(err, "E=\"ts\": unknown value; expected auto, tsc "
+				 "or monotonic");
+	assert_int_equal(fb_parse_enum("E", "", "on off", &i, err, sizeof(err)),
+			 EINVAL);
+	assert_string_equal(err, "E=\"\": empty; expected on or off");
+	assert_int_equal(fb_parse_enum("E", NULL, "on", &i, err, sizeof(err)),
+			 EINVAL);
+	assert_string_equal(err, "E=\"\": empty; expected on");
+	assert_int_equal(fb_parse_enum("E", "on off", "on off", &i, err,
+				       sizeof(err)),
+			 EINVAL);
+	assert_int_equal(i, 7);
+	/* The words of LIBFIBER_STATS are in the order of its enum. */
+	assert_int_equal(fb_parse_stats("S", "0", &m, err, sizeof(err)), 0);
+	assert_int_equal(m, FB_STATS_OFF);
+	assert_int_equal(fb_parse_stats("S", "1", &m, err, sizeof(err)), 0);
+	assert_int_equal(m, FB_STATS_TABLE);
+	assert_int_equal(fb_parse_stats("S", "json", &m, err, sizeof(err)), 0);
+	assert_int_equal(m, FB_STATS_JSON);
+}
+
+/* What nothing sets comes from config.h's defaults, parsed as the
+ * variables are: the same values as the constants the rest of the library
+ * uses, and no value where the runtime decides. */
+static void test_env_defaults_come_from_the_table(void **state)
+{
+	struct fiber_config c = { .topology = "pack:1 core:2 pu:1" };
+	struct fb_env e;
+
+	(void)state;
+	clear_env();
+	assert_int_equal(fb_env_load(&e, NULL), 0);
+	assert_int_equal(e.workers, 0);
+	assert_null(e.topology);
+	assert_string_equal(e.topology_name, "LIBFIBER_TOPOLOGY");
+	assert_int_equal(e.bind, -1);
+	assert_int_equal(e.stack_size, FB_STACK_DEFAULT);
+	assert_int_equal(e.features, fb_features_default());
+	assert_int_equal(e.idle_poll_us, 50);
+	assert_int_equal(e.stats, FB_STATS_OFF);
+	assert_int_equal(e.blocked_load_interval_ms, 1);
+	assert_int_equal(e.clock, FB_CLOCK_AUTO);
+	fb_env_free(&e);
+	/* "" is the machine too; a field names itself. */
+	setenv("LIBFIBER_TOPOLOGY", "", 1);
+	assert_int_equal(fb_env_load(&e, NULL), 0);
+	assert_null(e.topology);
+	fb_env_free(&e);
+	assert_int_equal(fb_env_load(&e, &c), 0);
+	assert_string_equal(e.topology, c.topology);
+	assert_string_equal(e.topology_name, "fiber_config.topology");
+	fb_env_free(&e);
+	clear_env();
+}
+
+/* README.md's Configuration table is config.h's: its rows are
+ * "| `NAME` | DOC | DEFAULT_DOC |", one per variable of the table and no
+ * other, and each cell (less the one blank either side) equals the
+ * table's text byte for byte.  Order is free. */
+struct row {
+	char name[64];
+	const char *meaning, *def;
+};
+
+/* Split the README line @line, "| `NAME` | MEANING | DEFAULT |", into @r. */
+static void parse_row(char *line, struct row *r)
+{
+	char *def, *end = line + strlen(line) - 2;
+	int n = 0;
+
+	if (sscanf(line, "| `%63[A-Z_]` | %n", r->name, &n) != 1 || !n)
+		fail_msg("README.md: not a variable's row: %s", line);
+	def = strstr(line + n, " | ");
+	if (!def || end < def + 3 || strcmp(end, " |"))
+		fail_msg("README.md: not three cells: %s", line);
+	*def = *end = '\0';
+	r->meaning = line + n;
+	r->def = def + 3;
+}
+
+/* The rows of README.md's Configuration table, at most @max. */
+static int readme_rows(struct row *rows, int max)
+{
+	static char text[1 << 20];
+	FILE *f = fopen(FB_SOURCE_ROOT "/README.md", "r");
+	char *line, *next;
+	size_t n;
+	int nr = 0;
+
+	assert_non_null(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	line = strstr(text, "\n## Configuration\n");
+	assert_non_null(line);
+	line = strstr(line, "\n| variable | meaning | default |\n"
+			    "| --- | --- | --- |\n");
+	assert_non_null(line);
+	line = strchr(strchr(line + 1, '\n') + 1, '\n') + 1; /* the first row */
+	for (; *line == '|'; line = next) {
+		next = strchr(line, '\n');
+		assert_non_null(next);
+		*next++ = '\0';
+		assert_true(nr < max);
+		parse_row(line, &rows[nr++]);
+	}
+	return nr;
+}
+
+static void expect_cell(const char *var, const char *what, const char *readme,
+			const char *config_h)
+{
+	if (strcmp(readme, config_h))
+		fail_msg("%s, %s: README.md has \"%s\", config.h \"%s\"", var,
+			 what, readme, config_h);
+}
+
+static void test_env_readme_table_is_config_h(void **state)
+{
+	struct row rows[64];
+	int nr = readme_rows(rows, 64), seen;
+
+	(void)state;
+	for (size_t i = 0; i < NR_VARS; i++) {
+		seen = 0;
+		for (int j = 0; j < nr; j++) {
+			if (strcmp(rows[j].name, table[i].name))
+				continue;
+			expect_cell(table[i].name, "meaning", rows[j].meaning,
+				    table[i].doc);
+			expect_cell(table[i].name, "default", rows[j].def,
+				    table[i].default_doc);
+			seen++;
+		}
+		if (seen != 1)
+			fail_msg("README.md has %d rows for %s", seen,
+				 table[i].name);
+	}
+	for (int j = 0; j < nr; j++) {
+		seen = 0;
+		for (size_t i = 0; i < NR_VARS; i++)
+			seen += !strcmp(rows[j].name, table[i].name);
+		if (!seen)
+			fail_msg("README.md documents %s, config.h does not",
+				 rows[j].name);
+	}
+}
+
+/* @n bytes with the largest exact K, M or G suffix, as the docs write it. */
+static void size_text(char *buf, size_t len, long n)
+{
+	int shift = 30;
+
+	while (shift && n % (1L << shift))
+		shift -= 10;
+	snprintf(buf, len, "%ld%s", n >> shift,
+		 (const char *[]){ "", "K", "M", "G" }[shift / 10]);
+}
+
+/* Each doc states what its line of config.h accepts: the range (the
+ * sizes with their suffixes) or every word in backquotes; and the default
+ * doc begins with the default, in backquotes. */
+static void test_env_config_h_docs_state_range_and_default(void **state)
+{
+	char want[128], lo[32], hi[32];
+
+	(void)state;
+	for (size_t i = 0; i < NR_VARS; i++) {
+		const struct var *v = &table[i];
+		const char *w = !strcmp(v->kind, "BOOL") ? "0 1" : v->words;
+
+		want[0] = '\0';
+		if (!strcmp(v->kind, "INT"))
+			snprintf(want, sizeof(want), "%ld to %ld", v->min,
+				 v->max);
+		if (!strcmp(v->kind, "SIZE")) {
+			size_text(lo, sizeof(lo), v->min);
+			size_text(hi, sizeof(hi), v->max);
+			snprintf(want, sizeof(want), "%s to %s", lo, hi);
+		}
+		if (!strstr(v->doc, want))
+			fail_msg("%s: the doc does not say \"%s\"", v->name,
+				 want);
+		for (; w && *w; w += strspn(w, " ")) {
+			int n = (int)strcspn(w, " ");
+
+			snprintf(want, sizeof(want), "`%.*s`", n, w);
+			if (!strstr(v->doc, want))
+				fail_msg("%s: the doc does not say %s", v->name,
+					 want);
+			w += n;
+		}
+		snprintf(want, sizeof(want), "`%s`", v->def ? v->def : "");
+		if (v->def && *v->def &&
+		    strncmp(v->default_doc, want, strlen(want)))
+			fail_msg("%s: the default doc does not begin with %s",
+				 v->name, want);
+	}
+}
+
+/* LIBFIBER_SCHED_FEATURES as fb_env_describe() spells @mask. */
+static void features_text(char *buf, size_t len, uint64_t mask)
+{
+	size_t used = 0;
+
+	for (int i = 0; i < FB_FEAT_NR && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s%s",
+					 i ? " " : "",
+					 (mask >> i) & 1 ? "" : "NO_",
+					 fb_feature_name(i));
+}
+
+static void expect_description(const struct fb_env *e, const char *want)
+{
+	char buf[2048];
+	size_t n = fb_env_describe(e, buf, sizeof(buf));
+
+	assert_string_equal(buf, want);
+	assert_int_equal(n, strlen(want));
+}
+
+/* Nothing set: the defaults, and no worker count, topology or binding,
+ * which the runtime decides. */
+static void test_env_describe_defaults(void **state)
+{
+	char feat[1024], want[2048];
+	struct fb_env e;
+
+	(void)state;
+	clear_env();
+	assert_int_equal(fb_env_load(&e, NULL), 0);
+	features_text(feat, sizeof(feat), fb_features_default());
+	snprintf(want, sizeof(want),
+		 "LIBFIBER_SCHED_FEATURES=\"%s\" LIBFIBER_STACK_SIZE=256K "
+		 "LIBFIBER_IDLE_POLL_US=50 LIBFIBER_STATS=0 "
+		 "LIBFIBER_BLOCKED_LOAD_INTERVAL_MS=1 LIBFIBER_CLOCK=auto",
+		 feat);
+	expect_description(&e, want);
+	fb_env_free(&e);
+}
+
+/* Put each NAME=value pair of @desc into the environment. */
+static void setenv_pairs(const char *desc)
+{
+	char name[64], value[512];
+
+	clear_env();
+	for (const char *p = desc; *p;) {
+		int n = 0;
+
+		if (sscanf(p, "%63[A-Z_]=\"%511[^\"]\"%n", name, value, &n) !=
+			    2 &&
+		    sscanf(p, "%63[A-Z_]=%511[^ ]%n", name, value, &n) != 2)
+			fail_msg("not a pair: %s", p);
+		setenv(name, value, 1);
+		p += n;
+		p += *p == ' ';
+	}
+}
+
+/* Every variable set: each value as the variable accepts it, and the
+ * description read back as the environment gives the same configuration. */
+static void test_env_describe_round_trips(void **state)
+{
+	struct fiber_config c = { .workers = 5 };
+	char feat[1024], want[2048], again[2048];
+	uint64_t mask;
+	struct fb_env e, e2;
+
+	(void)state;
+	clear_env();
+	setenv("LIBFIBER_WORKERS", "3", 1);
+	setenv("LIBFIBER_TOPOLOGY", "pack:1 core:2 pu:2", 1);
+	setenv("LIBFIBER_BIND", "0", 1);
+	setenv("LIBFIBER_SCHED_FEATURES", "NO_TTWU_QUEUE,ASYM_PACKING", 1);
+	setenv("LIBFIBER_STACK_SIZE", "3145728", 1);
+	setenv("LIBFIBER_IDLE_POLL_US", "0", 1);
+	setenv("LIBFIBER_STATS", "json", 1);
+	setenv("LIBFIBER_BLOCKED_LOAD_INTERVAL_MS", "50", 1);
+	setenv("LIBFIBER_CLOCK", "monotonic", 1);
+	assert_int_equal(fb_env_load(&e, NULL), 0);
+	mask = (fb_features_default() & ~(UINT64_C(1) << FB_FEAT_TTWU_QUEUE)) |
+	       UINT64_C(1) << FB_FEAT_ASYM_PACKING;
+	features_text(feat, sizeof(feat), mask);
+	snprintf(want, sizeof(want),
+		 "LIBFIBER_WORKERS=3 LIBFIBER_TOPOLOGY=\"pack:1 core:2 pu:2\" "
+		 "LIBFIBER_BIND=0 LIBFIBER_SCHED_FEATURES=\"%s\" "
+		 "LIBFIBER_STACK_SIZE=3M LIBFIBER_IDLE_POLL_US=0 "
+		 "LIBFIBER_STATS=json LIBFIBER_BLOCKED_LOAD_INTERVAL_MS=50 "
+		 "LIBFIBER_CLOCK=monotonic",
+		 feat);
+	expect_description(&e, want);
+
+	setenv_pairs(want);
+	assert_int_equal(fb_env_load(&e2, NULL), 0);
+	fb_env_describe(&e2, again, sizeof(again));
+	assert_string_equal(again, want);
+	assert_int_equal(e2.features, mask);
+	assert_int_equal(e2.stack_size, 3 << 20);
+	fb_env_free(&e2);
+	fb_env_free(&e);
+
+	/* A field that wins is described; a topology without blanks is not
+	 * quoted. */
+	setenv("LIBFIBER_TOPOLOGY", "/no/such.xml", 1);
+	assert_int_equal(fb_env_load(&e, &c), 0);
+	fb_env_describe(&e, again, sizeof(again));
+	assert_non_null(strstr(again, "LIBFIBER_WORKERS=5 "
+				      "LIBFIBER_TOPOLOGY=/no/such.xml "));
+	fb_env_free(&e);
+	clear_env();
+}
+
+/* A short buffer gets the beginning and a NUL; the length is the whole. */
+static void test_env_describe_truncates_like_snprintf(void **state)
+{
+	char full[2048], part[16];
+	struct fb_env e;
+	size_t n;
+
+	(void)state;
+	clear_env();
+	assert_int_equal(fb_env_load(&e, NULL), 0);
+	n = fb_env_describe(&e, full, sizeof(full));
+	assert_int_equal(fb_env_describe(&e, NULL, 0), n);
+	assert_int_equal(fb_env_describe(&e, part, sizeof(part)), n);
+	assert_int_equal(strlen(part), sizeof(part) - 1);
+	assert_memory_equal(part, full, sizeof(part) - 1);
+	fb_env_free(&e);
 }
 
 /* ---- a refused topology's replay and the other threads' stderr ---------- */
@@ -593,12 +950,20 @@ int main(void)
 		cmocka_unit_test(test_env_good_values_start),
 		cmocka_unit_test(test_env_size_parser),
 		cmocka_unit_test(test_env_clock_parser),
+		cmocka_unit_test(test_env_enum_parser),
 		cmocka_unit_test(test_env_config_struct_overrides_environment),
 		cmocka_unit_test(test_env_long_parser_takes_digits_only),
 		cmocka_unit_test(test_env_too_many_pus_needs_a_worker_count),
 		cmocka_unit_test(test_env_config_minus_one_means_environment),
 		cmocka_unit_test(test_env_config_errors_name_the_field),
 		cmocka_unit_test(test_env_implicit_start_reports_once),
+		cmocka_unit_test(test_env_defaults_come_from_the_table),
+		cmocka_unit_test(test_env_readme_table_is_config_h),
+		cmocka_unit_test(
+			test_env_config_h_docs_state_range_and_default),
+		cmocka_unit_test(test_env_describe_defaults),
+		cmocka_unit_test(test_env_describe_round_trips),
+		cmocka_unit_test(test_env_describe_truncates_like_snprintf),
 		cmocka_unit_test(
 			test_env_refused_topology_keeps_other_threads_stderr),
 	};
