@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "fiber.h"
 #include "bench.h"
+#include "fiber.h"
 
 void bench_die(const char *fmt, ...)
 {

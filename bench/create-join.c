@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fiber.h"
 #include "bench.h"
+#include "fiber.h"
 
 #define PROG "create-join"
 #define FIBERS_DEFAULT 1000000UL

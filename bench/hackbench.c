@@ -54,8 +54,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fiber.h"
 #include "bench.h"
+#include "fiber.h"
 
 #define PROG "hackbench"
 /* Defaults of rt-tests' hackbench. */

@@ -54,8 +54,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fiber.h"
 #include "bench.h"
+#include "fiber.h"
 
 #define PROG "pipe-pingpong"
 #define LOOPS_DEFAULT 1000000UL

@@ -37,8 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fiber.h"
 #include "bench.h"
+#include "fiber.h"
 
 #define PROG "schbench"
 #define MESSAGES_MAX 1000UL

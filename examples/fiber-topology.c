@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "topo.h"
+#include "base/common.h"
+#include "topo/view.h"
 
 static const char usage[] =
 	"usage: fiber-topology [--topology STR] [--workers N] [--json] "

@@ -13,8 +13,8 @@ the source tree).  It needs libfiber's debug information.
                        `frame N`, `info locals` work; `fiber restore` undoes
 
 Live fibers are found through the per-worker registry (struct fb_worker,
-fields live/live_lock; lib/fiber.c).  A fiber_t is not an address but a
-handle (lib/fiber-handle.c); `info fibers` prints each fiber's, so that a
+fields live/live_lock; lib/api/fiber.c).  A fiber_t is not an address but a
+handle (lib/sched/handle.c); `info fibers` prints each fiber's, so that a
 fiber_t seen in a frame can be matched to its fiber.  A running fiber is the `curr` of its
 worker: look at it through that worker's thread (`info threads`).
 """

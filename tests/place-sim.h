@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "place.h"
+#include "place/place.h"
 
 #ifndef FB_TEST_TOPOLOGIES
 #define FB_TEST_TOPOLOGIES "tests/topologies"

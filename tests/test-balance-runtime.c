@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * test-balance-runtime.c - load balancing in the running runtime
- * (sched-balance.c): where fibers end up with ASYM_PACKING, where an
+ * (sched/balance.c): where fibers end up with ASYM_PACKING, where an
  * affined creator's children start with and without NUMA_IMB_AFFINITY, and
  * that sleeping workers' blocked-load decays stop once everything has
  * decayed.  Assertions use placements and counters; time only paces the

@@ -5,8 +5,8 @@
  * variable and the value, and nothing starts.  The same for the fields of
  * struct fiber_config, whose messages name the field; a bad environment
  * under an implicit start is reported once; a refused topology's replay
- * (topo.c) leaves the process's stderr to its other threads.  README.md's
- * Configuration table says what lib/config.h declares, and
+ * (topo/topo.c) leaves the process's stderr to its other threads.  README.md's
+ * Configuration table says what lib/api/config.h declares, and
  * fb_env_describe() spells each value as its variable accepts it.
  */
 #include <ctype.h>
@@ -24,16 +24,16 @@
 
 #include <cmocka.h>
 
-#include "env.h"
+#include "api/env.h"
 #include "fiber.h"
-#include "sched.h"
+#include "sched/sched.h"
 
 #ifndef FB_TEST_TOPOLOGIES
 #define FB_TEST_TOPOLOGIES "tests/topologies"
 #endif
 #define MALFORMED_XML FB_TEST_TOPOLOGIES "/malformed.xml"
 
-/* config.h, expanded for the checks of README.md and of the table. */
+/* api/config.h, expanded for the checks of README.md and of the table. */
 struct var {
 	const char *name, *kind;
 	long min, max;
@@ -43,7 +43,7 @@ struct var {
 static const struct var table[] = {
 #define FB_CONFIG(n, k, lo, hi, w, d, field, cfg, doc, ddoc)                   \
 	{ "LIBFIBER_" #n, #k, lo, hi, w, d, doc, ddoc },
-#include "config.h"
+#include "api/config.h"
 #undef FB_CONFIG
 };
 #define NR_VARS (sizeof(table) / sizeof(table[0]))
@@ -375,15 +375,15 @@ static void test_env_config_minus_one_means_environment(void **state)
 	setenv("LIBFIBER_BIND", "0", 1);
 	setenv("LIBFIBER_IDLE_POLL_US", "7", 1);
 	assert_int_equal(init_config_capture(&c, msg, sizeof(msg)), 0);
-	assert_int_equal(fb_rt->env.bind, 0);
-	assert_int_equal(fb_rt->env.idle_poll_us, 7);
+	assert_int_equal(fb_rt->params.bind, 0);
+	assert_int_equal(fb_rt->params.poll_ns, 7000);
 	assert_int_equal(fiber_shutdown(), 0);
 	/* Set values win over the variables. */
 	c.bind = 1;
 	c.idle_poll_us = 0;
 	assert_int_equal(init_config_capture(&c, msg, sizeof(msg)), 0);
-	assert_int_equal(fb_rt->env.bind, 1);
-	assert_int_equal(fb_rt->env.idle_poll_us, 0);
+	assert_int_equal(fb_rt->params.bind, 1);
+	assert_int_equal(fb_rt->params.poll_ns, 0);
 	assert_int_equal(fiber_shutdown(), 0);
 	clear_env();
 }
@@ -516,7 +516,7 @@ static void test_env_enum_parser(void **state)
 	assert_int_equal(m, FB_STATS_JSON);
 }
 
-/* What nothing sets comes from config.h's defaults, parsed as the
+/* What nothing sets comes from api/config.h's defaults, parsed as the
  * variables are: the same values as the constants the rest of the library
  * uses, and no value where the runtime decides. */
 static void test_env_defaults_come_from_the_table(void **state)
@@ -550,7 +550,7 @@ static void test_env_defaults_come_from_the_table(void **state)
 	clear_env();
 }
 
-/* README.md's Configuration table is config.h's: its rows are
+/* README.md's Configuration table is api/config.h's: its rows are
  * "| `NAME` | DOC | DEFAULT_DOC |", one per variable of the table and no
  * other, and each cell (less the one blank either side) equals the
  * table's text byte for byte.  Order is free. */
@@ -608,8 +608,8 @@ static void expect_cell(const char *var, const char *what, const char *readme,
 			const char *config_h)
 {
 	if (strcmp(readme, config_h))
-		fail_msg("%s, %s: README.md has \"%s\", config.h \"%s\"", var,
-			 what, readme, config_h);
+		fail_msg("%s, %s: README.md has \"%s\", api/config.h \"%s\"",
+			 var, what, readme, config_h);
 }
 
 static void test_env_readme_table_is_config_h(void **state)
@@ -638,8 +638,9 @@ static void test_env_readme_table_is_config_h(void **state)
 		for (size_t i = 0; i < NR_VARS; i++)
 			seen += !strcmp(rows[j].name, table[i].name);
 		if (!seen)
-			fail_msg("README.md documents %s, config.h does not",
-				 rows[j].name);
+			fail_msg(
+				"README.md documents %s, api/config.h does not",
+				rows[j].name);
 	}
 }
 
@@ -654,7 +655,7 @@ static void size_text(char *buf, size_t len, long n)
 		 (const char *[]){ "", "K", "M", "G" }[shift / 10]);
 }
 
-/* Each doc states what its line of config.h accepts: the range (the
+/* Each doc states what its line of api/config.h accepts: the range (the
  * sizes with their suffixes) or every word in backquotes; and the default
  * doc begins with the default, in backquotes. */
 static void test_env_config_h_docs_state_range_and_default(void **state)

@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "common.h"
+#include "base/common.h"
 #include "fiber.h"
 
 /* An operation under test: returns 0 (and has undone itself) or an errno. */
@@ -237,7 +237,7 @@ static void test_fault_sync_objects_fail_cleanly(void **state)
 
 /*
  * Poller registration: the first wait on an fd allocates its part of the
- * fd table (sched-poll.c).  A wait whose allocation fails says ENOMEM and
+ * fd table (sched/netpoll.c).  A wait whose allocation fails says ENOMEM and
  * leaves nothing armed; the next one registers the fd and works.
  */
 static int poll_fd = -1;

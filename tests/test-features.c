@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "common.h"
+#include "base/common.h"
 #include "fiber.h"
 
 static void test_features_defaults_match_spec(void **state)

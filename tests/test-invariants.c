@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "sched.h"
+#include "sched/sched.h"
 
 /* A counting slot: signal never blocks, wait blocks while the count is 0. */
 struct slot {

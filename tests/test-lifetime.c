@@ -34,7 +34,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
-#include "sched.h"
+#include "sched/sched.h"
 
 /* ThreadSanitizer gives each fiber a heavy context: fewer rounds. */
 #if defined(__SANITIZE_THREAD__)

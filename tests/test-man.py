@@ -13,9 +13,9 @@ into the build's doc/ directory (--out):
     fiber.h declares it (up to white space), with #include <fiber.h>;
   - each page has the sections it must have, and every fiber_*(3) or
     libfiber(7) reference names an existing page or alias;
-  - libfiber(7) names every counter of lib/counters.h, every LIBFIBER_*
-    variable of lib/env.c and every man3 page, and
-    fiber_sched_features_set(3) every feature of lib/features.h;
+  - libfiber(7) names every counter of lib/sched/counters.h, every
+    LIBFIBER_* variable of lib/api/config.h and every man3 page, and
+    fiber_sched_features_set(3) every feature of lib/base/features.h;
   - when man(1) is there, each page renders with "man -l" without a
     warning (else with groff, when that is there), and lexgrog(1), when
     there, finds the names of the NAME line (what mandb indexes).
@@ -159,17 +159,19 @@ def check_overview(pages, lib):
         fail("no libfiber(7) page")
         return
     counters = re.findall(r"^FB_COUNTER\(\s*(\w+)",
-                          open(os.path.join(lib, "counters.h")).read(),
+                          open(os.path.join(lib, "sched", "counters.h")).read(),
                           flags=re.M)
     if not counters:
-        fail("no counter found in lib/counters.h")
+        fail("no counter found in lib/sched/counters.h")
     for c in counters:
         if "*%s*" % c not in overview.sections.get("STATISTICS", ""):
             fail("libfiber.7: STATISTICS does not list the counter %s" % c)
-    env = set(re.findall(r'"(LIBFIBER_[A-Z_]+)"',
-                         open(os.path.join(lib, "env.c")).read()))
+    env = {"LIBFIBER_" + v for v in
+           re.findall(r"^FB_CONFIG\(\s*(\w+)",
+                      open(os.path.join(lib, "api", "config.h")).read(),
+                      flags=re.M)}
     if not env:
-        fail("no LIBFIBER_ variable found in lib/env.c")
+        fail("no LIBFIBER_ variable found in lib/api/config.h")
     for v in sorted(env):
         if "*%s*" % v not in overview.sections.get("CONFIGURATION", ""):
             fail("libfiber.7: CONFIGURATION does not list %s" % v)
@@ -178,11 +180,11 @@ def check_overview(pages, lib):
         if p.section == "3" and "*%s*(3)" % p.name not in see:
             fail("libfiber.7: SEE ALSO lacks %s(3)" % p.name)
     feats = re.findall(r"^FB_FEAT\((\w+)",
-                       open(os.path.join(lib, "features.h")).read(),
+                       open(os.path.join(lib, "base", "features.h")).read(),
                        flags=re.M)
     fpage = by_name.get("fiber_sched_features_set")
     if not feats:
-        fail("no feature found in lib/features.h")
+        fail("no feature found in lib/base/features.h")
     for f in feats:
         if fpage and "*%s* (" % f not in fpage.text:
             fail("fiber_sched_features_set.3: the feature %s is missing" % f)

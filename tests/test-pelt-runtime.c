@@ -24,10 +24,10 @@
 
 #include <cmocka.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "harness.h"
-#include "place-pelt.h"
-#include "sched.h"
+#include "place/pelt.h"
+#include "sched/sched.h"
 
 static void start(const char *topo, int workers)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-pelt.c - the PELT-like averages of place-pelt.c against the vectors
+ * test-pelt.c - the PELT-like averages of place/pelt.c against the vectors
  * of doc/scheduler.md 1.3.6.
  *
  * Pure white-box tests: synthetic time, no workers, no threads.  Each history
@@ -16,7 +16,7 @@
 #include <math.h>
 #include <cmocka.h>
 
-#include "place-pelt.h"
+#include "place/pelt.h"
 
 #define P FB_PELT_PERIOD_NS
 #define W0 1024ul /* default fiber weight */

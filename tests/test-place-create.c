@@ -28,23 +28,28 @@ static void test_group_classify_spare_busy_overloaded(void **state)
 
 	(void)state;
 	s = stats(2, 1, 1024, 1024); /* fewer fibers than workers */
-	assert_true(fb_group_has_capacity(&s, 117));
-	assert_int_equal(fb_group_classify(&s, 117, false, false, false),
+	assert_true(fb_group_has_capacity(&s, FB_LEVEL_PCT_LLC));
+	assert_int_equal(fb_group_classify(&s, FB_LEVEL_PCT_LLC, false, false,
+					   false),
 			 FB_GROUP_HAS_SPARE);
 	s = stats(1, 1, 1024, 1024); /* one busy worker: util over 1024/1.17 */
-	assert_false(fb_group_has_capacity(&s, 117));
-	assert_int_equal(fb_group_classify(&s, 117, false, false, false),
+	assert_false(fb_group_has_capacity(&s, FB_LEVEL_PCT_LLC));
+	assert_int_equal(fb_group_classify(&s, FB_LEVEL_PCT_LLC, false, false,
+					   false),
 			 FB_GROUP_FULLY_BUSY);
 	s = stats(1, 1, 800, 800); /* util 800 x 117 < 1024 x 100 */
-	assert_int_equal(fb_group_classify(&s, 117, false, false, false),
+	assert_int_equal(fb_group_classify(&s, FB_LEVEL_PCT_LLC, false, false,
+					   false),
 			 FB_GROUP_HAS_SPARE);
 	s = stats(1, 3, 1024, 3072);
-	assert_true(fb_group_is_overloaded(&s, 117));
-	assert_int_equal(fb_group_classify(&s, 117, true, true, true),
+	assert_true(fb_group_is_overloaded(&s, FB_LEVEL_PCT_LLC));
+	assert_int_equal(fb_group_classify(&s, FB_LEVEL_PCT_LLC, true, true,
+					   true),
 			 FB_GROUP_OVERLOADED);
 	s = stats(1, 3, 10, 10); /* many fibers, little load: not overloaded */
-	assert_false(fb_group_is_overloaded(&s, 117));
-	assert_int_equal(fb_group_classify(&s, 117, false, false, false),
+	assert_false(fb_group_is_overloaded(&s, FB_LEVEL_PCT_LLC));
+	assert_int_equal(fb_group_classify(&s, FB_LEVEL_PCT_LLC, false, false,
+					   false),
 			 FB_GROUP_HAS_SPARE);
 }
 
@@ -53,11 +58,14 @@ static void test_group_classify_order_after_overloaded(void **state)
 	struct fb_group_stats s = stats(2, 1, 1024, 1024);
 
 	(void)state;
-	assert_int_equal(fb_group_classify(&s, 117, true, true, true),
+	assert_int_equal(fb_group_classify(&s, FB_LEVEL_PCT_LLC, true, true,
+					   true),
 			 FB_GROUP_IMBALANCED);
-	assert_int_equal(fb_group_classify(&s, 117, false, true, true),
+	assert_int_equal(fb_group_classify(&s, FB_LEVEL_PCT_LLC, false, true,
+					   true),
 			 FB_GROUP_ASYM_PACKING);
-	assert_int_equal(fb_group_classify(&s, 117, false, false, true),
+	assert_int_equal(fb_group_classify(&s, FB_LEVEL_PCT_LLC, false, false,
+					   true),
 			 FB_GROUP_SMT_BALANCE);
 	assert_true(FB_GROUP_HAS_SPARE < FB_GROUP_FULLY_BUSY &&
 		    FB_GROUP_FULLY_BUSY < FB_GROUP_MISFIT &&

@@ -22,9 +22,9 @@
 
 #include <cmocka.h>
 
-#include "common.h"
-#include "place.h"
-#include "topo.h"
+#include "base/common.h"
+#include "place/place.h"
+#include "topo/view.h"
 
 #define S1 "pack:1 l3:1 core:4 pu:2"
 #define S2 "pack:1 l3:1 core:8 pu:1"

@@ -22,8 +22,8 @@
 
 #include <cmocka.h>
 
-#include "common.h"
-#include "topo.h"
+#include "base/common.h"
+#include "topo/rcu.h"
 
 #define NR_READERS 4
 #define NR_REBUILDS 200

@@ -21,8 +21,8 @@
 
 #include <cmocka.h>
 
-#include "common.h"
-#include "topo.h"
+#include "base/common.h"
+#include "topo/view.h"
 
 #ifndef FB_TEST_TOPOLOGIES
 #define FB_TEST_TOPOLOGIES "tests/topologies"

@@ -8,7 +8,7 @@
 #include <limits.h>
 #include <stdio.h>
 
-#include "env.h"
+#include "api/env.h"
 #include "fuzz.h"
 
 static void check_err(int rc, const char *err, size_t len)

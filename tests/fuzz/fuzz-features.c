@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "common.h"
+#include "base/common.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "env.h"
+#include "api/env.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -7,13 +7,13 @@
  * milliseconds.  Strings that could name a file ('/', '.') are skipped:
  * the XML path is not what this target is about.  Inputs whose length is
  * a multiple of ten ask for the message, whose hwloc reason costs a child
- * process (topo.c); the others pass no buffer and get no message.
+ * process (topo/topo.c); the others pass no buffer and get no message.
  */
 #include <errno.h>
 #include <stdio.h>
 
 #include "fuzz.h"
-#include "topo.h"
+#include "topo/topo.h"
 
 /* plausible_size - false if the numbers in @s multiply past 4096. */
 static bool plausible_size(const char *s)

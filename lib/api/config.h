@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * api/config.h - the LIBFIBER_* variables, declared once.  (Not the build's
+ * api/config.h: that one is generated in the build directory and included
+ * with -include by path; this one is a table.)
+ *
+ * No include guard: expand it on purpose with
+ *
+ *   FB_CONFIG(NAME, KIND, MIN, MAX, WORDS, DEFAULT, FIELD, OVERRIDE,
+ *             DOC, DEFAULT_DOC)
+ *
+ * defined.  api/env.c expands it into the loader, the fiber_config mapping
+ * and fb_env_describe(); test-env.c checks README.md's Configuration table
+ * against it.  The columns:
+ *
+ *   NAME         the variable is LIBFIBER_NAME.
+ *   KIND         INT (decimal digits, MIN to MAX), SIZE (digits with an
+ *                optional K, M or G suffix, MIN to MAX bytes), BOOL (0 or
+ *                1; the field holds -1 while nothing sets it), TEXT (a
+ *                string, copied; "" means none), FEATURES (the
+ *                scheduler-feature syntax, applied to the features'
+ *                defaults) or ENUM (one of WORDS).
+ *   MIN, MAX     INT and SIZE: the accepted range; 0 otherwise.
+ *   WORDS        ENUM: the accepted words, separated by spaces, in the
+ *                order of the field's enum; NULL otherwise.
+ *   DEFAULT      the value taken when nothing sets one, spelled as the
+ *                variable would be; NULL: none (the field keeps 0, NULL or,
+ *                for BOOL, -1, and the runtime decides at start).
+ *   FIELD        the member of struct fb_env the value goes to.
+ *   OVERRIDE     the struct fiber_config field that wins over the
+ *                variable: FB_CFG(field) (0 or NULL leaves the variable in
+ *                charge), FB_CFG_SET(field, flag) (read only when the flag
+ *                is non-zero; -1 leaves the variable in charge) or
+ *                FB_CFG_NONE.  A string field is parsed as the variable;
+ *                a number is checked against the range.  An expander that
+ *                uses this column defines the three macros.
+ *   DOC          README.md's "meaning" cell, verbatim (Markdown).
+ *   DEFAULT_DOC  README.md's "default" cell, verbatim; it begins with the
+ *                DEFAULT in backquotes when DEFAULT is not empty.
+ *
+ * Adding a variable is one line here, its README row, and a parser in
+ * api/env.c if it has a new KIND.  Tables read it in this order (README's).
+ */
+#ifndef FB_CONFIG
+#error "define FB_CONFIG(name, kind, ...) before including api/config.h"
+#endif
+
+/* Unset: one worker per PU; fb_env_topo_open() refuses a topology of more
+ * than FB_MAX_WORKERS PUs then. */
+FB_CONFIG(WORKERS, INT, 1, FB_MAX_WORKERS, NULL, NULL, workers, FB_CFG(workers),
+	  "number of workers, 1 to 1024",
+	  "one per PU the process may use (a topology of more than 1024 PUs "
+	  "needs this variable or `fiber_config.workers`)")
+/* Unset or "": the machine.  api/env.c also records which name gave it
+ * (fb_env.topology_name), for fb_topo_open_named()'s messages. */
+FB_CONFIG(TOPOLOGY, TEXT, 0, 0, NULL, NULL, topology, FB_CFG(topology),
+	  "hwloc synthetic description (`\"pack:2 numa:1 l3:2 core:4 pu:2\"`) "
+	  "or the path of an hwloc XML file",
+	  "the machine")
+/* Unset: -1, which the runtime turns into 1 when it starts. */
+FB_CONFIG(BIND, BOOL, 0, 0, NULL, NULL, bind, FB_CFG_SET(bind, bind_set),
+	  "`1` pin workers (round robin over the real PUs on a synthetic "
+	  "topology), `0` do not",
+	  "`1`")
+FB_CONFIG(SCHED_FEATURES, FEATURES, 0, 0, NULL, "", features,
+	  FB_CFG(sched_features),
+	  "scheduler features: `NAME` on, `NO_NAME` off, separated by spaces "
+	  "or commas",
+	  "each feature's default")
+/* 256 KiB of address space, reserved lazily (MAP_NORESERVE); only touched
+ * pages cost memory.  Picked so that glibc's stdio and a few KiB of locals
+ * fit many times over.  FB_STACK_DEFAULT (api/env.h) is the same number. */
+FB_CONFIG(STACK_SIZE, SIZE, FIBER_STACK_MIN, FB_STACK_MAX, NULL, "256K",
+	  stack_size, FB_CFG(stack_size),
+	  "default fiber stack, 16K to 1G: digits with an optional `K`, `M` or "
+	  "`G` suffix (no `B`)",
+	  "`256K` (address space; only touched pages cost memory)")
+/* 50 us.  Picked: a round trip through a polling worker costs < 1 us, a
+ * futex wake of a sleeping one 30-100 us on this class of guest; 50 us
+ * covers back-to-back request gaps of a busy server and costs at most
+ * 50 us of CPU per idle entry. */
+FB_CONFIG(IDLE_POLL_US, INT, 0, 1000000, NULL, "50", idle_poll_us,
+	  FB_CFG_SET(idle_poll_us, idle_poll_set),
+	  "how long an idle worker polls before it sleeps on a futex, 0 to "
+	  "1000000",
+	  "`50`")
+/* Words in the order of enum fb_stats_mode. */
+FB_CONFIG(STATS, ENUM, 0, 0, "0 1 json", "0", stats, FB_CFG(stats),
+	  "`1` print a statistics table to stderr at shutdown, `json` one JSON "
+	  "object, `0` nothing",
+	  "`0`")
+FB_CONFIG(BLOCKED_LOAD_INTERVAL_MS, INT, 1, 1000, NULL, "1",
+	  blocked_load_interval_ms, FB_CFG_NONE,
+	  "experiment knob: a sleeping worker's blocked load is refreshed at "
+	  "most once per this many ms (Joel Fernandes' proposal was 50; "
+	  "`doc/scheduler.md` 6.2.8), 1 to 1000",
+	  "`1`")
+/* Words in the order of enum fb_clock_kind.  tsc parses everywhere, and
+ * api/env.c refuses it where the kernel does not keep time with the TSC. */
+FB_CONFIG(CLOCK, ENUM, 0, 0, "auto tsc monotonic", "auto", clock, FB_CFG_NONE,
+	  "the scheduler's clock for load tracking and balancing, read at "
+	  "every context switch: `tsc` (rdtsc scaled to ns, calibrated once "
+	  "per process; refused where the kernel's clocksource is not the "
+	  "TSC), `monotonic` (`clock_gettime` through the vDSO), `auto` (the "
+	  "TSC where the kernel trusts it)",
+	  "`auto`")

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * runtime.c - fiber_init() and fiber_shutdown(): the configuration (the
+ * environment and struct fiber_config, api/env.c) turned into the scheduler's
+ * parameters, the topology opened, the runtime made and started
+ * (sched/runtime.c); the implicit start of the first call that needs a
+ * runtime; and the fork handlers.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include <fiber.h>
+
+#include "api/env.h"
+#include "sched/sched.h"
+#include "topo/topo.h"
+
+/* The running runtime's configuration (the statistics mode at shutdown);
+ * fb_runtime_lock. */
+static struct fb_env rt_env;
+
+/* EINVAL once an implicit start refused the configuration, else 0.
+ * Written under implicit_mutex, cleared by fiber_init (atomic). */
+static pthread_mutex_t implicit_mutex = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int implicit_rc;
+
+static void atfork_prepare(void)
+{
+	fb_runtime_atfork(FB_ATFORK_PREPARE);
+}
+
+static void atfork_parent(void)
+{
+	fb_runtime_atfork(FB_ATFORK_PARENT);
+}
+
+static void atfork_child(void)
+{
+	pthread_mutex_init(&implicit_mutex, NULL);
+	fb_store_relaxed(&implicit_rc, 0);
+	fb_env_free(&rt_env);
+	fb_runtime_atfork(FB_ATFORK_CHILD);
+}
+
+static void atfork_once(void)
+{
+	if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child))
+		fb_die(__FILE__, __LINE__, "pthread_atfork failed");
+}
+
+static void atfork_register(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, atfork_once);
+}
+
+/* start - a runtime for @config.  Context: fb_runtime_lock held. */
+static int start(const struct fiber_config *config)
+{
+	struct fb_sched_params p = { 0 };
+	struct fb_runtime *r;
+	struct fb_topo *topo;
+	struct fb_env env;
+	int rc;
+
+	rc = fb_env_load(&env, config);
+	if (rc)
+		return rc;
+	if (fb_clock_setup(env.clock)) {
+		fprintf(stderr, "libfiber: LIBFIBER_CLOCK=\"tsc\": the TSC "
+				"could not be calibrated; expected auto or "
+				"monotonic\n");
+		rc = EINVAL;
+		goto fail;
+	}
+	rc = fb_env_topo_open(&env, &topo);
+	if (rc)
+		goto fail;
+	/* bind -1 (not set): pin, round-robin on the real PUs for a
+	 * synthetic topology. */
+	p.bind = env.bind != 0;
+	p.nr_workers = env.workers ? (int)env.workers : fb_topo_nr_pus(topo);
+	p.poll_ns = (uint64_t)env.idle_poll_us * 1000;
+	p.stack_size = env.stack_size;
+	p.features = env.features;
+	p.blocked_min_ticks = (unsigned int)env.blocked_load_interval_ms;
+	rc = fb_runtime_create(&p, topo, &r);
+	if (!rc)
+		rc = fb_runtime_start(r);
+	if (rc)
+		goto fail;
+	rt_env = env;
+	return 0;
+fail:
+	fb_env_free(&env);
+	return rc;
+}
+
+int fiber_init(const struct fiber_config *config)
+{
+	int rc = EBUSY;
+
+	fb_store_relaxed(&implicit_rc, 0); /* see fb_runtime_get() */
+	fb_runtime_lock();
+	if (!fb_load_acquire(&fb_rt_up)) {
+		atfork_register();
+		rc = start(config);
+	}
+	fb_runtime_unlock();
+	return rc;
+}
+
+/*
+ * An implicit start (fiber_create before fiber_init) that found a bad
+ * configuration has printed its message; later implicit starts return
+ * EINVAL quietly instead of reading the environment and printing again,
+ * until the program calls fiber_init() itself.  Other errors (ENOMEM,
+ * EAGAIN) may pass: the next call tries again.
+ */
+int fb_runtime_get(void)
+{
+	int rc;
+
+	if (fb_likely(fb_load_acquire(&fb_rt_up)))
+		return 0;
+	pthread_mutex_lock(&implicit_mutex);
+	rc = fb_load_relaxed(&implicit_rc);
+	if (!rc) {
+		rc = fiber_init(NULL);
+		rc = rc == EBUSY ? 0 : rc;
+		if (rc == EINVAL)
+			fb_store_relaxed(&implicit_rc, rc);
+	}
+	pthread_mutex_unlock(&implicit_mutex);
+	return rc;
+}
+
+int fiber_shutdown(void)
+{
+	long abandoned;
+
+	if (fb_worker_self())
+		return EPERM;
+	fb_runtime_lock();
+	if (!fb_load_acquire(&fb_rt_up)) {
+		fb_runtime_unlock();
+		return ESRCH;
+	}
+	abandoned = fb_runtime_stop(); /* sched/runtime.c: the protocol */
+	if (rt_env.stats != FB_STATS_OFF)
+		fb_stats_print_now(2, rt_env.stats == FB_STATS_JSON);
+	fb_runtime_free_current();
+	fb_env_free(&rt_env);
+	fb_runtime_unlock();
+	return abandoned ? EBUSY : 0;
+}
+
+int fiber_current_worker(void)
+{
+	struct fb_worker *w = fb_worker_self();
+
+	return w ? w->id : -1;
+}
+
+int fiber_nr_workers(void)
+{
+	return fb_runtime_nr_workers();
+}

@@ -1,0 +1,599 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fd.c - fiber-aware fd calls: fiber_read, fiber_write, fiber_readv,
+ * fiber_writev, fiber_recv, fiber_send, fiber_accept, fiber_connect,
+ * fiber_poll, fiber_close and fiber_errno.
+ *
+ * Each call tries the system call on the (non-blocking) fd; on EAGAIN it
+ * waits for readiness and tries again.  A fiber parks on the poller
+ * (fb_poll_wait_fd, sched/netpoll.c), so its worker runs other fibers; a
+ * foreign thread blocks in poll(2).  EINTR is retried.  Reads return what
+ * is there (a short count, 0 at end of file); writes return only when every
+ * byte is written, as a blocking write to a socket does, or with the count
+ * written before an error (the error shows on the next call).
+ *
+ * Timeouts: fiber_connect and fiber_poll take one; the transfer calls
+ * honour the socket's SO_RCVTIMEO / SO_SNDTIMEO (read with getsockopt only
+ * when the call has to wait) and fail with ETIMEDOUT when it runs out.
+ *
+ * Closing.  Each call runs inside the fd's entry of the poller
+ * (fb_poll_enter .. fb_poll_leave), which counts it in progress;
+ * fiber_close() wakes the waiters with EBADF, waits for the count to drain
+ * and only then calls close(2), so no call of the old file reaches the
+ * file that reuses the number.  A call that sees the close returns EBADF
+ * and never retries its system call.  sched/netpoll.c has the protocol.
+ *
+ * errno.  A fiber may resume on another worker thread after any wait, and
+ * glibc declares __errno_location() const, so the compiler may compute the
+ * errno address once and keep it across the switch: the error would land
+ * in the old thread's errno (and EAGAIN would be read from there).  So the
+ * internal functions return -errno (or an errno), errno is read only
+ * through sys_errno() and written only by fail(), both through errno_at, a
+ * volatile pointer to __errno_location that the compiler must call afresh.
+ * fail() also keeps the error in the fiber (fiber_errno), which no
+ * migration can lose.  SIGPIPE: sends pass MSG_NOSIGNAL; workers block
+ * SIGPIPE (sched/idle.c), so a write from a fiber gets EPIPE; a foreign
+ * thread's write tries send(MSG_NOSIGNAL) first, so only a write to a pipe
+ * or a FIFO raises SIGPIPE there, as write(2) does.
+ *
+ * These calls follow POSIX, not the rest of the API: they return -1 and set
+ * errno (fiber.h says so), because their users port code written for read()
+ * and accept().
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "sched/netpoll.h"
+#include "sched/sched.h"
+
+/* Iovecs copied per writev call while finishing a partial write: picked. */
+#define FB_IOV_BATCH 64
+/* The timeout option of a call that tries once (MSG_DONTWAIT). */
+#define ONE_TRY (-1)
+
+/* ---- errno (see the opening comment) ----------------------------------- */
+
+static int *(*volatile errno_at)(void) = __errno_location;
+
+/* The calling thread's errno, looked up afresh. */
+static int sys_errno(void)
+{
+	return *errno_at();
+}
+
+/* A system call's result as a count, or -errno. */
+static ssize_t sys_ret(ssize_t n)
+{
+	return n < 0 ? -(ssize_t)sys_errno() : n;
+}
+
+/* fail - end a call with error @err: errno and fiber_errno.  Return: -1. */
+static int fail(int err)
+{
+	struct fb_fiber *f = fb_current();
+
+	if (f)
+		f->fd_errno = err;
+	*errno_at() = err;
+	return -1;
+}
+
+/* The end of a call that returns a count or -errno, the POSIX way. */
+static ssize_t posix_ret(ssize_t n)
+{
+	return n < 0 ? fail((int)-n) : n;
+}
+
+/*
+ * fiber_errno - the errno of the calling fiber's last failed fd call; on
+ * a thread that is not a worker, errno.  Context: any thread.
+ * Return: that errno (0 if no fd call of this fiber failed yet).
+ */
+int fiber_errno(void)
+{
+	struct fb_fiber *f = fb_current();
+
+	return f ? f->fd_errno : sys_errno();
+}
+
+/* ---- waiting ------------------------------------------------------------- */
+
+/* One call in progress on @fd: its entry (NULL once left) and generation. */
+struct call {
+	int fd;
+	struct fb_iofd *d;
+	uint32_t gen;
+};
+
+static int call_enter(struct call *k, int fd)
+{
+	k->fd = fd;
+	return fb_poll_enter(fd, &k->d, &k->gen);
+}
+
+static void call_leave(struct call *k)
+{
+	if (k->d)
+		fb_poll_leave(k->d);
+}
+
+/* The deadline of the SO_RCVTIMEO/SO_SNDTIMEO option @opt of @fd, or
+ * FB_NO_DEADLINE when it is unset or @fd is not a socket. */
+static uint64_t sock_deadline(int fd, int opt)
+{
+	struct timeval tv;
+	socklen_t len = sizeof(tv);
+
+	if (getsockopt(fd, SOL_SOCKET, opt, &tv, &len) ||
+	    (tv.tv_sec == 0 && tv.tv_usec == 0))
+		return FB_NO_DEADLINE;
+	return fb_now_ns() + (uint64_t)tv.tv_sec * 1000000000u +
+	       (uint64_t)tv.tv_usec * 1000u;
+}
+
+/* poll_thread - a foreign thread's wait: poll(2) outside the entry, which
+ * it re-enters only if @k's fd was not closed meanwhile. */
+static int poll_thread(struct call *k, short events, uint64_t deadline,
+		       short *revents)
+{
+	struct pollfd p = { .fd = k->fd, .events = events };
+	uint64_t now;
+	int ms = -1, n, err;
+
+	if (deadline != FB_NO_DEADLINE) {
+		now = fb_now_ns();
+		if (now >= deadline)
+			return ETIMEDOUT;
+		ms = (int)FB_MIN((deadline - now + 999999) / 1000000,
+				 (uint64_t)INT32_MAX);
+	}
+	fb_poll_leave(k->d);
+	n = poll(&p, 1, ms);
+	err = n < 0 ? sys_errno() : 0;
+	if (fb_poll_reenter(k->d, k->gen)) {
+		k->d = NULL;
+		return EBADF;
+	}
+	if (n < 0)
+		return err == EINTR ? 0 : err;
+	if (n == 0)
+		return ETIMEDOUT;
+	if (revents)
+		*revents = p.revents;
+	return 0;
+}
+
+/*
+ * wait_fd - wait until @k's fd reports one of @events, or @deadline.
+ * Return: 0 (ready, or interrupted: retry), ETIMEDOUT, EBADF (closed), or
+ * an errno.
+ */
+static int wait_fd(struct call *k, short events, uint64_t deadline,
+		   short *revents)
+{
+	uint32_t rev = 0;
+	int err;
+
+	if (!fb_current())
+		return poll_thread(k, events, deadline, revents);
+	err = fb_poll_wait_fd(k->fd, (uint32_t)events, deadline, &rev);
+	if (revents)
+		*revents = (short)rev;
+	return err;
+}
+
+/* One transfer: the system call, given @ctx.  Return: a count or -errno. */
+typedef ssize_t (*io_op)(int fd, void *ctx);
+
+/*
+ * io_once - run @op until it does not say EAGAIN, waiting for @events in
+ * between, under the socket timeout @opt (ONE_TRY: no waiting).
+ * Context: inside call @k.  Return: @op's count, or -errno.
+ */
+static ssize_t io_once(struct call *k, short events, int opt, io_op op,
+		       void *ctx)
+{
+	uint64_t deadline = FB_NO_DEADLINE;
+	bool timed = false;
+	ssize_t n;
+	int err;
+
+	for (;;) {
+		n = op(k->fd, ctx);
+		if (n == -EINTR)
+			continue;
+		if (n >= 0 || (n != -EAGAIN && n != -EWOULDBLOCK) ||
+		    opt == ONE_TRY)
+			return n;
+		if (!timed) {
+			deadline = sock_deadline(k->fd, opt);
+			timed = true;
+		}
+		err = wait_fd(k, events, deadline, NULL);
+		if (err)
+			return -err;
+	}
+}
+
+/* io_call - a whole call of io_once() on @fd, the POSIX way. */
+static ssize_t io_call(int fd, short events, int opt, io_op op, void *ctx)
+{
+	struct call k;
+	ssize_t n = -call_enter(&k, fd);
+
+	if (!n) {
+		n = io_once(&k, events, opt, op, ctx);
+		call_leave(&k);
+	}
+	return posix_ret(n);
+}
+
+/* ---- transfers ----------------------------------------------------------- */
+
+struct buf_ctx {
+	void *buf;
+	size_t len;
+	int flags;
+};
+
+static ssize_t op_read(int fd, void *ctx)
+{
+	struct buf_ctx *c = ctx;
+
+	return sys_ret(read(fd, c->buf, c->len));
+}
+
+/* A worker blocks SIGPIPE; a foreign thread may not, so it sends to a
+ * socket with MSG_NOSIGNAL and writes only what is not one. */
+static ssize_t op_write(int fd, void *ctx)
+{
+	struct buf_ctx *c = ctx;
+	ssize_t n;
+
+	if (!fb_worker_self()) {
+		n = sys_ret(send(fd, c->buf, c->len, MSG_NOSIGNAL));
+		if (n != -ENOTSOCK)
+			return n;
+	}
+	return sys_ret(write(fd, c->buf, c->len));
+}
+
+static ssize_t op_recv(int fd, void *ctx)
+{
+	struct buf_ctx *c = ctx;
+
+	return sys_ret(recv(fd, c->buf, c->len, c->flags));
+}
+
+static ssize_t op_send(int fd, void *ctx)
+{
+	struct buf_ctx *c = ctx;
+
+	return sys_ret(send(fd, c->buf, c->len, c->flags | MSG_NOSIGNAL));
+}
+
+/* write_call - repeat @op over the rest of the buffer until it is all
+ * written, in one call on @fd.  Return: as fiber_write(). */
+static ssize_t write_call(int fd, struct buf_ctx *c, io_op op)
+{
+	size_t done = 0, len = c->len;
+	struct call k;
+	ssize_t n = -call_enter(&k, fd);
+
+	if (n)
+		return posix_ret(n);
+	do {
+		n = io_once(&k, POLLOUT, SO_SNDTIMEO, op, c);
+		if (n < 0)
+			break;
+		done += (size_t)n;
+		c->buf = (char *)c->buf + n;
+		c->len -= (size_t)n;
+	} while (done < len);
+	call_leave(&k);
+	return done ? (ssize_t)done : posix_ret(n);
+}
+
+/*
+ * fiber_read - read(2) that parks the fiber until @fd is readable.
+ * Context: any thread.  Return: bytes read, 0 at end of file, or -1 with
+ * errno (read(2)'s, ETIMEDOUT under SO_RCVTIMEO, EBADF once fiber_close()
+ * or a reuse of the number ended the wait).
+ */
+ssize_t fiber_read(int fd, void *buf, size_t len)
+{
+	struct buf_ctx c = { buf, len, 0 };
+
+	return io_call(fd, POLLIN, SO_RCVTIMEO, op_read, &c);
+}
+
+/*
+ * fiber_write - write(2) of all @len bytes, parking while @fd is full.
+ * Context: any thread.  Return: @len, the bytes written before an error,
+ * or -1 with errno (write(2)'s, EPIPE without SIGPIPE (see fiber.h),
+ * ETIMEDOUT under SO_SNDTIMEO, EBADF as fiber_read()).
+ */
+ssize_t fiber_write(int fd, const void *buf, size_t len)
+{
+	struct buf_ctx c = { (void *)buf, len, 0 };
+
+	return write_call(fd, &c, op_write);
+}
+
+/*
+ * fiber_recv - recv(2) that parks until data is there (not with
+ * MSG_DONTWAIT).  Context: any thread.  Return: as fiber_read().
+ */
+ssize_t fiber_recv(int fd, void *buf, size_t len, int flags)
+{
+	struct buf_ctx c = { buf, len, flags };
+
+	return io_call(fd, POLLIN,
+		       (flags & MSG_DONTWAIT) ? ONE_TRY : SO_RCVTIMEO, op_recv,
+		       &c);
+}
+
+/*
+ * fiber_send - send(2) of all @len bytes (one try with MSG_DONTWAIT),
+ * always with MSG_NOSIGNAL.  Context: any thread.  Return: as
+ * fiber_write().
+ */
+ssize_t fiber_send(int fd, const void *buf, size_t len, int flags)
+{
+	struct buf_ctx c = { (void *)buf, len, flags };
+
+	if (flags & MSG_DONTWAIT)
+		return io_call(fd, POLLOUT, ONE_TRY, op_send, &c);
+	return write_call(fd, &c, op_send);
+}
+
+struct iov_ctx {
+	const struct iovec *iov;
+	int cnt;
+};
+
+static ssize_t op_readv(int fd, void *ctx)
+{
+	struct iov_ctx *c = ctx;
+
+	return sys_ret(readv(fd, c->iov, c->cnt));
+}
+
+/* As op_write(), with sendmsg(2) for a foreign thread's socket. */
+static ssize_t op_writev(int fd, void *ctx)
+{
+	struct iov_ctx *c = ctx;
+	ssize_t n;
+
+	if (!fb_worker_self()) {
+		struct msghdr m = { .msg_iov = (struct iovec *)c->iov,
+				    .msg_iovlen = (size_t)c->cnt };
+
+		n = sys_ret(sendmsg(fd, &m, MSG_NOSIGNAL));
+		if (n != -ENOTSOCK)
+			return n;
+	}
+	return sys_ret(writev(fd, c->iov, c->cnt));
+}
+
+/*
+ * fiber_readv - readv(2) that parks until @fd is readable.
+ * Context: any thread.  Return: as fiber_read().
+ */
+ssize_t fiber_readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct iov_ctx c = { iov, iovcnt };
+
+	return io_call(fd, POLLIN, SO_RCVTIMEO, op_readv, &c);
+}
+
+/* Skip @n written bytes of @iov[*i..], the first of which starts @off in. */
+static void iov_advance(const struct iovec *iov, int cnt, int *i, size_t *off,
+			size_t n)
+{
+	while (*i < cnt && n >= iov[*i].iov_len - *off) {
+		n -= iov[*i].iov_len - *off;
+		*off = 0;
+		(*i)++;
+	}
+	*off += n;
+}
+
+/* writev_all - fiber_writev() inside call @k.  Return: the bytes written,
+ * or -errno if none was. */
+static ssize_t writev_all(struct call *k, const struct iovec *iov, int iovcnt)
+{
+	struct iovec batch[FB_IOV_BATCH];
+	struct iov_ctx c = { iov, iovcnt };
+	size_t done = 0, off = 0;
+	ssize_t n;
+	int i = 0, j;
+
+	n = io_once(k, POLLOUT, SO_SNDTIMEO, op_writev, &c);
+	if (n < 0)
+		return n;
+	for (;;) {
+		done += (size_t)n;
+		iov_advance(iov, iovcnt, &i, &off, (size_t)n);
+		while (i < iovcnt && iov[i].iov_len == off) {
+			i++;
+			off = 0;
+		}
+		if (i >= iovcnt)
+			return (ssize_t)done;
+		/* A partial write: go on from iov[i] + off, a batch at a
+		 * time, with the first element trimmed. */
+		for (j = 0; j < FB_IOV_BATCH && i + j < iovcnt; j++)
+			batch[j] = iov[i + j];
+		batch[0].iov_base = (char *)batch[0].iov_base + off;
+		batch[0].iov_len -= off;
+		c.iov = batch;
+		c.cnt = j;
+		n = io_once(k, POLLOUT, SO_SNDTIMEO, op_writev, &c);
+		if (n < 0)
+			return (ssize_t)done;
+	}
+}
+
+/*
+ * fiber_writev - writev(2) of every byte of @iov, parking while @fd is
+ * full.  Context: any thread.  Return: as fiber_write().
+ */
+ssize_t fiber_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct call k;
+	ssize_t n = -call_enter(&k, fd);
+
+	if (!n) {
+		n = writev_all(&k, iov, iovcnt);
+		call_leave(&k);
+	}
+	return posix_ret(n);
+}
+
+/* ---- connections --------------------------------------------------------- */
+
+struct accept_ctx {
+	struct sockaddr *addr;
+	socklen_t *len;
+	int flags;
+};
+
+static ssize_t op_accept(int fd, void *ctx)
+{
+	struct accept_ctx *c = ctx;
+
+	return sys_ret(accept4(fd, c->addr, c->len, c->flags));
+}
+
+/*
+ * fiber_accept - accept4(2) that parks until a connection is pending.  The
+ * new socket is always non-blocking (SOCK_NONBLOCK is added to @flags), as
+ * the fiber calls need.  Context: any thread.
+ * Return: the new fd, or -1 with accept4(2)'s errno (EMFILE included: the
+ * call does not wait for a free descriptor), or EBADF as fiber_read().
+ */
+int fiber_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
+{
+	struct accept_ctx c = { addr, addrlen, flags | SOCK_NONBLOCK };
+
+	return (int)io_call(fd, POLLIN, SO_RCVTIMEO, op_accept, &c);
+}
+
+static uint64_t ms_deadline(int timeout_ms)
+{
+	if (timeout_ms < 0)
+		return FB_NO_DEADLINE;
+	return fb_now_ns() + (uint64_t)timeout_ms * 1000000u;
+}
+
+/* connect_wait - fiber_connect() inside call @k.  Return: 0 or an errno. */
+static int connect_wait(struct call *k, const struct sockaddr *addr,
+			socklen_t addrlen, uint64_t deadline)
+{
+	socklen_t len = sizeof(int);
+	int err;
+
+	if (connect(k->fd, addr, addrlen) == 0)
+		return 0;
+	err = sys_errno();
+	if (err != EINPROGRESS && err != EINTR && err != EAGAIN)
+		return err;
+	do {
+		err = wait_fd(k, POLLOUT, deadline, NULL);
+		if (err)
+			return err;
+		if (getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err, &len))
+			return sys_errno();
+	} while (err == EINPROGRESS || err == EALREADY);
+	return err;
+}
+
+/*
+ * fiber_connect - connect(2) on a non-blocking socket, parking until the
+ * connection is made, fails, or @timeout_ms (-1: none) runs out.
+ * Context: any thread.
+ * Return: 0, or -1 with connect(2)'s errno (the connection's error, e.g.
+ * ECONNREFUSED), ETIMEDOUT, or EBADF as fiber_read().
+ */
+int fiber_connect(int fd, const struct sockaddr *addr, socklen_t addrlen,
+		  int timeout_ms)
+{
+	uint64_t deadline = ms_deadline(timeout_ms);
+	struct call k;
+	int err = call_enter(&k, fd);
+
+	if (!err) {
+		err = connect_wait(&k, addr, addrlen, deadline);
+		call_leave(&k);
+	}
+	return err ? fail(err) : 0;
+}
+
+/* poll_wait - fiber_poll() inside call @k.  Return: as fiber_poll(), with
+ * -errno for an error. */
+static int poll_wait(struct call *k, short events, int timeout_ms)
+{
+	struct pollfd p = { .fd = k->fd, .events = events };
+	uint64_t deadline = ms_deadline(timeout_ms);
+	short rev = 0;
+	int n, err;
+
+	for (;;) {
+		n = poll(&p, 1, 0);
+		if (n > 0)
+			return p.revents;
+		if (n < 0 && (err = sys_errno()) != EINTR)
+			return -err;
+		if (timeout_ms == 0)
+			return 0;
+		err = wait_fd(k, events, deadline, &rev);
+		if (err == ETIMEDOUT)
+			return 0;
+		if (err)
+			return -err;
+		rev &= (short)(events | POLLERR | POLLHUP);
+		if (rev)
+			return rev;
+	}
+}
+
+/*
+ * fiber_poll - wait until @fd reports one of @events (POLLIN, POLLOUT,
+ * POLLPRI, POLLRDHUP) or @timeout_ms runs out (-1: never; 0: just look).
+ * Context: any thread.
+ * Return: the reported events (> 0, POLLERR and POLLHUP included when
+ * they happen), 0 on timeout, or -1 with errno (EBADF as fiber_read()).
+ */
+int fiber_poll(int fd, short events, int timeout_ms)
+{
+	struct call k;
+	int n = -call_enter(&k, fd);
+
+	if (!n) {
+		n = poll_wait(&k, events, timeout_ms);
+		call_leave(&k);
+	}
+	return (int)posix_ret(n);
+}
+
+/*
+ * fiber_close - close(2) for an fd that fiber calls may be using: wake
+ * every call waiting on @fd with EBADF, forget its poller state, wait
+ * until no call is in progress on it, then close it.
+ * Context: any thread, not inside a call on @fd; a fiber yields and sleeps
+ * while calls drain, a thread sched_yields and sleeps.
+ * Return: 0, or -1 with errno: close(2)'s (EBADF, EINTR, EIO...), or EBADF
+ * when another fiber_close() of @fd is running.
+ */
+int fiber_close(int fd)
+{
+	int err = fb_poll_close(fd);
+
+	if (!err && close(fd))
+		err = sys_errno();
+	return err ? fail(err) : 0;
+}

@@ -1,0 +1,707 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * place/place.h - the placement layer's view of workers and fibers.
+ *
+ * Placement decides where a fiber runs (on wake, on create) and who pulls
+ * work from whom.  It reads a per-worker snapshot and a per-fiber record that
+ * this header defines and the scheduler embeds, so that a test or a simulator
+ * can fill an array of them with no scheduler behind it.  Placement never
+ * calls up into the scheduler; time enters as an argument.
+ */
+#ifndef FB_PLACE_H
+#define FB_PLACE_H
+
+#define _GNU_SOURCE 1
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/common.h"
+#include "place/pelt.h"
+#include "topo/view.h"
+
+/*
+ * Worker state word (also the futex the worker sleeps on).  The owner
+ * stores RUNNING, POLLING or SLEEPING; wakers only OR in NEED_RESCHED.
+ *   RUNNING   the worker runs fibers or scheduler code; it will look at its
+ *             wakelist and run queue at its next scheduling point.
+ *   POLLING   idle, spinning on its wakelist/run queue: noticed for free.
+ *   SLEEPING  idle in futex_wait: costs one futex wake.
+ *   EPOLL     idle in epoll_wait as the runtime's one poller (sched/netpoll.c):
+ *             costs one eventfd write.  At most one worker is EPOLL.
+ */
+enum {
+	FB_WS_RUNNING = 0,
+	FB_WS_POLLING = 1,
+	FB_WS_SLEEPING = 2,
+	FB_WS_EPOLL = 3,
+	FB_WS_MASK = 3,
+	FB_WS_NEED_RESCHED = 4,
+};
+
+struct fb_fiber; /* sched/sched.h */
+
+/*
+ * Per-worker fields others read or write.  The first line is the worker's
+ * doorbell: what a waker reads and writes to hand it a fiber (state,
+ * ttwu_pending, the wakelist head, nr_running) and what placement reads
+ * to call it idle.  A remote wakeup and the idle worker's reaction then
+ * move this one line between the two caches instead of four.
+ */
+struct fb_pworker {
+	atomic_uint state fb_cacheline_aligned; /* FB_WS_*; see above */
+	atomic_uint ttwu_pending; /* wakelist handoff in flight; set by
+				     wakers, cleared by owner */
+	atomic_int nr_running;	  /* runnable fibers on the worker, the
+				     running one included; rq lock for
+				     writes, relaxed reads for placement */
+	int id;
+	struct fb_fiber *_Atomic wakelist; /* MPSC stack of the scheduler
+				   (sched/core.c); wakers push (CAS), the
+				   owner takes all (xchg) */
+	_Atomic uint64_t idle_stamp;	   /* ns when it went idle, 0 when busy;
+				   owner writes, placement reads others' */
+
+	/* Load tracking (doc/scheduler.md 1.3): sums of the fibers attached
+	 * to the worker, blocked ones included.  Written by the owner while it
+	 * is busy, else under the rq lock; the averages are read without
+	 * locks by placement (fb_pelt_load() and friends, place/pelt.h). */
+	struct fb_pelt avg fb_cacheline_aligned;
+	unsigned long runnable_weight; /* sum of runnable fibers' weights;
+					   avg's writer, like avg */
+	uint64_t avg_idle;	       /* ns; initial 1 ms (doc/scheduler.md
+					  1.3.5) */
+	/* Written by the owner, and by the balancing worker while the owner
+	 * sleeps (doc/scheduler.md 1.8), which may overlap its waking: every
+	 * access is fb_read_once/fb_write_once (base/atomic.h); a lost update is
+	 * a hint lost.  next_balance: doc/scheduler.md 1.6.8. */
+	uint64_t max_idle_balance_cost; /* ns; initial 500 us */
+	uint64_t next_balance;		/* ns */
+	/* Blocked load (doc/scheduler.md 6.2), kicks (doc/scheduler.md 1.8)
+	 * and the active balance request (push_target, -1 none;
+	 * doc/scheduler.md 1.6.7). */
+	atomic_bool has_blocked_load;
+	_Atomic uint64_t last_blocked_load_update_tick;
+	atomic_uint kick_flags; /* FB_KICK_* */
+	atomic_int push_target;
+	uint64_t rng;		    /* per-worker PRNG (NI_RANDOM); owner */
+	uint64_t nr_blocked_decays; /* decay_blocked runs (doc/scheduler.md
+				       6.2.1); rq lock, fb_write_once; read
+				       lock-free */
+	/* avg is the owner's while this is true (it runs fibers and updates
+	 * avg at every switch without a lock); while false (idle) avg is
+	 * written under the rq lock, also by others refreshing a sleeper's
+	 * blocked load.  Changed by the owner under the rq lock. */
+	atomic_bool avg_busy;
+	/* Shares of fibers that moved away, folded into avg by its writer
+	 * (place/pelt.h); written by others, so on a line of its own. */
+	struct fb_pelt_removed removed fb_cacheline_aligned;
+};
+
+/* Kick flags (doc/scheduler.md 1.8). */
+enum { FB_KICK_STATS = 1, FB_KICK_BALANCE = 2, FB_KICK_NEXT = 4 };
+
+/* fb_worker_is_idle - no fiber running or queued, no handoff in flight. */
+static inline bool fb_worker_is_idle(const struct fb_pworker *w)
+{
+	return fb_load_relaxed(&w->nr_running) == 0 &&
+	       fb_load_relaxed(&w->ttwu_pending) == 0;
+}
+
+/* Per-fiber placement record (doc/scheduler.md 1.2).  Written by whoever
+ * owns the fiber at the time (its worker, or the waker that made it
+ * runnable).  recent_used: step 3 of select_idle_sibling, doc/scheduler.md
+ * 1.4.2; wakee_flips: record_wakee, doc/scheduler.md 1.4.1; last_ran_ns:
+ * the cache-hot test, doc/scheduler.md 1.6.6. */
+struct fb_pfiber {
+	cpu_set_t *allowed; /* NULL: every worker */
+	int nr_allowed;	    /* 0 when allowed == NULL */
+	bool custom_affinity;
+	int prev;	      /* worker it last ran on, -1 before */
+	int recent_used;      /* -1 none */
+	unsigned long weight; /* 1024 */
+	struct fb_pelt avg;   /* its own averages */
+	int attached;	      /* worker whose sums hold its share, -1 */
+	bool avg_queued;      /* runnable since avg.last_update */
+	unsigned int wakee_flips;
+	const struct fb_pfiber *last_wakee;
+	uint64_t wakee_flip_decay_ns;
+	uint64_t last_ran_ns;
+};
+
+/* Runtime-wide placement state (doc/scheduler.md 1.2, "Global"). */
+struct fb_place_global {
+	atomic_bool overloaded;	  /* some worker has > 1 runnable fiber */
+	struct fb_wmask sleeping; /* sleeping workers; bits set/cleared by
+				     their owner with atomic ops on words */
+	atomic_int nr_sleeping;
+	atomic_bool has_blocked;
+	_Atomic uint64_t next_blocked; /* ns */
+	_Atomic uint64_t next_balance; /* ns */
+	atomic_bool needs_update;
+	atomic_bool balance_running; /* SERIALIZE levels (doc/scheduler.md
+					1.6.8): one at a time; acquire on
+					take, release */
+	/* LIBFIBER_BLOCKED_LOAD_INTERVAL_MS: a sleeper's blocked load is
+	 * refreshed at most once per this many ticks (doc/scheduler.md
+	 * 6.2.8: Joel Fernandes' 50 ms proposal as an experiment knob); 0 or
+	 * 1 = once per tick. */
+	unsigned int blocked_min_ticks;
+};
+
+static inline bool fb_pfiber_allows(const struct fb_pfiber *pf, int w)
+{
+	return pf->allowed == NULL ||
+	       CPU_ISSET_S((size_t)w, CPU_ALLOC_SIZE(1024), pf->allowed);
+}
+
+/*
+ * The view a decision reads: the worker snapshot (@w[i] points at worker
+ * i's fields), the domain view (topo/topo.h; NULL before the runtime publishes
+ * one: decisions then treat all workers as one LLC) and the global state.
+ * Tests build one by hand for a synthetic topology, with no threads.
+ */
+struct fb_place_view {
+	int nr_workers;
+	struct fb_pworker *const *w;
+	const struct fb_sched_view *topo;
+	struct fb_place_global *g;
+};
+
+#define FB_MAX_WORKERS 1024
+
+/*
+ * fb_place_is_sleeping - is worker @i in the sleeping mask?  Other workers
+ * set and clear bits with atomic RMWs, so the read is atomic (relaxed):
+ * the answer is a hint, as everywhere in placement.
+ */
+static inline bool fb_place_is_sleeping(const struct fb_place_global *g, int i)
+{
+	return g && (__atomic_load_n(&g->sleeping.bits[(unsigned)i / 64],
+				     __ATOMIC_RELAXED) >>
+		     ((unsigned)i % 64)) &
+			    1;
+}
+
+/* ---- wake path (place/wake.c; doc/scheduler.md 1.4, 2, 3) ---- */
+
+/*
+ * Wake flags placement understands.  Same values as the scheduler's FB_WF_*
+ * (sched/sched.h), which placement may not include; sched/core.c checks that
+ * they agree.
+ */
+#define FB_PLACE_WF_SYNC 0x1u /* the waker is about to block (hand-off) */
+
+/*
+ * Cores the idle-core scan inspects when the LLC looks overloaded and
+ * SIS_CORE_LIMIT is on: 2 (doc/scheduler.md 2.3; Abel Wu's mail sets the
+ * kernel's pre-decremented loop counter to 3).
+ */
+#define FB_SIS_CORE_LIMIT_NR 2
+/* record_wakee halves a waker's wakee_flips at most once per 1 s
+ * (doc/scheduler.md 1.4.1; the kernel's HZ jiffies). */
+#define FB_WAKEE_FLIP_DECAY_NS 1000000000ull
+/* imbalance_pct of the LLC level (doc/scheduler.md 1.1.1), used when the
+ * view has no domains. */
+#define FB_LLC_IMBALANCE_PCT FB_LEVEL_PCT_LLC
+
+/* Which step of select_idle_sibling (doc/scheduler.md 1.4.2) gave the
+ * answer. */
+enum fb_wake_pick {
+	FB_PICK_TARGET,	   /* step 1: the target (waker's or previous
+			      worker) is idle */
+	FB_PICK_PREV,	   /* step 2: the previous worker is idle */
+	FB_PICK_RECENT,	   /* step 3: the recently used worker is idle */
+	FB_PICK_SIBLING,   /* step 5: an idle SMT sibling of the previous
+			      worker */
+	FB_PICK_IDLE_CORE, /* step 6: a core whose workers are all idle */
+	FB_PICK_SCAN_HIT,  /* step 6: an idle worker found by the scan */
+	FB_PICK_SCAN_MISS, /* steps 4 and 7: nothing idle found (or no scan);
+			      the target or a cluster fallback */
+	FB_PICK_AFFINITY,  /* the answer was not allowed: first allowed worker,
+			      idle ones and prev's LLC first */
+};
+
+/* Statistics of one fb_place_select_wake() call. */
+struct fb_wake_result {
+	enum fb_wake_pick pick;
+	bool affine;	     /* wake_affine moved the target to the waker's
+				worker */
+	int probes;	     /* workers whose idle state the LLC scan read
+				(step 6 only) */
+	bool core_scan;	     /* the scan looked for idle cores (the LLC's
+				has_idle_cores hint was set), run or not */
+	bool cut_util;	     /* SIS_UTIL skipped or stopped the scan */
+	bool cut_core_limit; /* SIS_CORE_LIMIT stopped the idle-core scan */
+};
+
+/*
+ * fb_place_select_wake - the worker a woken fiber @pf should run on
+ * (doc/scheduler.md 1.4.1 to 1.4.3, the scan of 2.2.2).
+ * @waker: the waking fiber's record, NULL for a foreign thread or a
+ *	worker outside any fiber; record_wakee updates it.
+ * @this: the waker's worker, -1 for a foreign thread (no wake-affine).
+ * @flags: FB_PLACE_WF_*.  @now_ns: the clock, read only to decay the
+ *	waker's wakee_flips (0 is fine when @waker is NULL).
+ * @res: statistics, or NULL.
+ * Writes @pf->recent_used, @waker's flip fields and, after a failed
+ * idle-core scan, the LLC's has_idle_cores hint.
+ * Return: a worker @pf allows (its previous worker if the mask allows no
+ * worker of the view, which set_affinity prevents).
+ * Context: any thread; the caller owns @pf (it won the wake) and @waker (it
+ * is running); reads the view without locks (inside a topology read-side
+ * section when @v->topo is the published view); never blocks.
+ */
+int fb_place_select_wake(const struct fb_place_view *v, struct fb_pfiber *pf,
+			 struct fb_pfiber *waker, int this, unsigned flags,
+			 uint64_t now_ns, struct fb_wake_result *res);
+
+/*
+ * fb_place_use_wakelist - deliver a wakeup of @pf onto worker @t through
+ * @t's wakelist (true) or by locking its run queue (false); @this is the
+ * waker's worker or -1 for a foreign thread (doc/scheduler.md 3.2.1,
+ * TTWU_QUEUE and TTWU_QUEUE_IDLE).  Whether @t is going offline is the
+ * caller's test.  Context: any thread; reads the view without locks.
+ */
+bool fb_place_use_wakelist(const struct fb_place_view *v,
+			   const struct fb_pfiber *pf, int t, int this);
+
+/*
+ * fb_place_idle_scan_depth - SIS_UTIL's scan depth for an LLC of
+ * @llc_size workers whose utilisations sum to @sum_util, at the LLC level's
+ * @imbalance_pct (doc/scheduler.md 2.2.1):
+ *	x = sum_util / llc_size, t = min(x^2 pct^2 / (10000 x 1024), 1024),
+ *	n = (1024 - t) x llc_size / 1024.
+ * Context: any; pure.
+ */
+int fb_place_idle_scan_depth(int llc_size, unsigned long sum_util,
+			     int imbalance_pct);
+
+/*
+ * fb_place_llc_util - sum of fb_pelt_util() over the workers of @this's LLC
+ * (all workers when the view has no domains).  Context: any; no lock.
+ */
+unsigned long fb_place_llc_util(const struct fb_place_view *v, int this);
+
+/*
+ * fb_place_update_idle_scan - store the scan depth of @this's LLC after a
+ * balance of domain @d whose groups' utilisation summed to @sum_util.
+ * Only a periodic balance (@newly_idle false) of the domain whose span is
+ * exactly the LLC writes, only with SIS_UTIL, and only when the value
+ * changes (the line is shared by the whole LLC).
+ * Return: whether it stored.
+ * Context: the balancing worker, inside the view's read-side section.
+ */
+bool fb_place_update_idle_scan(const struct fb_place_view *v, int this,
+			       const struct fb_domain *d,
+			       unsigned long sum_util, bool newly_idle);
+
+/*
+ * fb_place_update_idle_core - worker @w has just gone idle: if the topology
+ * has SMT, the hint is clear and every other worker of @w's core is idle,
+ * set its LLC's has_idle_cores (doc/scheduler.md 2.2.3).  Only a failed
+ * idle-core scan clears it.
+ * Return: whether it set the hint.
+ * Context: worker @w, on entering its idle loop; no lock.
+ */
+bool fb_place_update_idle_core(const struct fb_place_view *v, int w);
+
+/* ---- creation and balancing (place/create.c, place/balance.c) ---- */
+
+/* Kernel sysctl_sched_migration_cost: 500 us (doc/scheduler.md 0.1). */
+#define FB_MIGRATION_COST_NS 500000ull
+/* Kernel NUMA_IMBALANCE_MIN: imbalances up to 2 fibers are tolerated. */
+#define FB_NUMA_IMBALANCE_MIN 2
+/* Kernel sysctl_sched_nr_migrate: most fibers one balance looks at. */
+#define FB_LB_NR_MIGRATE 32
+/* Kernel MAX_PINNED_INTERVAL: interval cap when everything was pinned, ms. */
+#define FB_LB_MAX_PINNED_INTERVAL_MS 512u
+/* Cadence of STATS passes for sleepers: LOAD_AVG_PERIOD ms
+ * (doc/scheduler.md 6.2.2). */
+#define FB_BLOCKED_PERIOD_NS (32ull * 1000000ull)
+/* Newly-idle success statistics window (NI_RANDOM, doc/scheduler.md
+ * 6.2.6). */
+#define FB_NEWIDLE_WINDOW 1024u
+/* Kick flag of doc/scheduler.md 6.2.4: run the STATS pass locally before
+ * sleeping. */
+enum { FB_KICK_NEWILB = 8 };
+#define FB_KICK_MASK (FB_KICK_STATS | FB_KICK_BALANCE | FB_KICK_NEXT)
+
+/*
+ * Group types of doc/scheduler.md 1.5, least busy first; comparisons use
+ * the order.  MISFIT exists only to keep the kernel's order: never produced.
+ */
+enum fb_group_type {
+	FB_GROUP_HAS_SPARE,
+	FB_GROUP_FULLY_BUSY,
+	FB_GROUP_MISFIT,
+	FB_GROUP_SMT_BALANCE,
+	FB_GROUP_ASYM_PACKING,
+	FB_GROUP_IMBALANCED,
+	FB_GROUP_OVERLOADED,
+};
+
+/* Statistics of one group (doc/scheduler.md 1.5).  Sums over the counted
+ * workers; weight, capacity and nr_cores are those of the whole group. */
+struct fb_group_stats {
+	unsigned long load;	/* sum of load_avg */
+	unsigned long util;	/* sum of min(util_avg, 1024) */
+	unsigned long runnable; /* sum of runnable_avg */
+	unsigned long avg_load; /* load x 1024 / capacity, when computed */
+	unsigned long capacity; /* 1024 x weight */
+	int nr_running;
+	int idle; /* idle workers with nr_running == 0 */
+	int weight;
+	int nr_cores;
+	enum fb_group_type type;
+};
+
+/* fb_group_has_capacity - has_capacity (doc/scheduler.md 1.5) with
+ * imbalance_pct @pct. */
+bool fb_group_has_capacity(const struct fb_group_stats *s, int pct);
+/* fb_group_is_overloaded - is_overloaded (doc/scheduler.md 1.5) with
+ * imbalance_pct @pct. */
+bool fb_group_is_overloaded(const struct fb_group_stats *s, int pct);
+/*
+ * fb_group_classify - the type of a group, tests in the order of
+ * doc/scheduler.md 1.5: overloaded, the group's @imbalanced bit, @asym
+ * (4.2.4 item 1, load balancing only), @smt_balance (load balancing only),
+ * fully busy, spare.
+ */
+enum fb_group_type fb_group_classify(const struct fb_group_stats *s, int pct,
+				     bool imbalanced, bool asym,
+				     bool smt_balance);
+
+/*
+ * fb_place_numa_adjust - numa_adjust() of doc/scheduler.md 5.2.2: the NUMA
+ * imbalance left after the allowance; 0 means "tolerate".  Reads NUMA_IMB.
+ * Context: any.
+ */
+long fb_place_numa_adjust(long imbalance, int dst_running, int imb_nr);
+
+/* What creation placement noticed, for statistics (may be NULL). */
+struct fb_create_info {
+	unsigned nr_numa_imb_kept; /* levels where doc/scheduler.md 5.2.3
+				      kept the fiber local under an allowed
+				      NUMA imbalance */
+	unsigned nr_levels;	   /* find_idlest_group calls */
+};
+
+/*
+ * fb_place_select_create - the worker a new fiber @pf starts on
+ * (doc/scheduler.md 1.4.4 and 5.2.3).  @this is the creator's worker
+ * or -1 for a foreign thread (a round-robin worker's domains are walked).
+ * Without a domain view, the first idle allowed worker from @this.
+ * Always returns an allowed worker.  @info may be NULL.
+ * Context: any; reads the view without locks.
+ */
+int fb_place_select_create(const struct fb_place_view *v,
+			   const struct fb_pfiber *pf, int this,
+			   struct fb_create_info *info);
+/*
+ * fb_place_find_idlest_group - find_idlest_group(@d, @pf, @this) of
+ * doc/scheduler.md 1.4.4: the index of the group of @d to move towards, or
+ * -1 to stay.
+ */
+int fb_place_find_idlest_group(const struct fb_place_view *v,
+			       const struct fb_domain *d,
+			       const struct fb_pfiber *pf, int this,
+			       struct fb_create_info *info);
+/* fb_place_find_idlest_worker_in - the allowed worker of @g to use
+ * (doc/scheduler.md 1.4.4). */
+int fb_place_find_idlest_worker_in(const struct fb_place_view *v,
+				   const struct fb_sched_group *g,
+				   const struct fb_pfiber *pf);
+/* fb_place_find_idlest_worker - the slow path of doc/scheduler.md 1.4.4
+ * from domain @d of @this. */
+int fb_place_find_idlest_worker(const struct fb_place_view *v,
+				const struct fb_domain *d,
+				const struct fb_pfiber *pf, int this,
+				struct fb_create_info *info);
+
+/* ---- load balancing (place/balance.c; doc/scheduler.md 1.5, 1.6, 4) ---- */
+
+enum fb_idle_kind { FB_LB_BUSY, FB_LB_IDLE, FB_LB_NEWLY_IDLE };
+enum fb_migration { FB_MIGRATE_LOAD, FB_MIGRATE_UTIL, FB_MIGRATE_TASK };
+/* Verdict of fb_place_lb_find(). */
+enum fb_lb_verdict {
+	FB_LB_BALANCED, /* nothing to do at this level */
+	FB_LB_SKIP,	/* not this worker's job: skip higher levels too */
+	FB_LB_PULL,	/* env->src holds env->imbalance to move */
+};
+/* env->flags, set by fb_place_lb_detach() (kernel LBF_*). */
+#define FB_LBF_ALL_PINNED 0x1u
+#define FB_LBF_SOME_PINNED 0x2u
+#define FB_LBF_DST_PINNED 0x4u
+
+struct fb_lb_env;
+/* Refresh sleeping worker @i's blocked load (doc/scheduler.md 6.2.7,
+ * NO_BLOCKED_LOAD_RATELIMIT only): the runtime locks i's run queue and
+ * calls fb_place_refresh_sleeping(). */
+typedef void (*fb_lb_refresh_fn)(struct fb_lb_env *env, int i);
+
+/*
+ * One balance(dst, d, kind) of doc/scheduler.md 1.6.  Fill it with
+ * fb_place_lb_init(); the other fields are results.  Owned by the caller;
+ * the domain's balancing fields are written by fb_place_lb_finish() (owner
+ * worker, or the balancing worker for a sleeping owner, doc/scheduler.md
+ * 1.8).
+ */
+struct fb_lb_env {
+	const struct fb_place_view *v;
+	struct fb_domain *d;
+	int dst;
+	enum fb_idle_kind idle;
+	uint64_t now_ns;
+	uint64_t now_tick;
+	fb_lb_refresh_fn refresh; /* NULL: never refresh others */
+	void *arg;		  /* for @refresh */
+
+	/* fb_place_lb_find() */
+	int busiest_group; /* index in d->groups, -1 */
+	int src;	   /* busiest worker, -1 */
+	enum fb_migration type;
+	long imbalance;
+	bool prefer_sibling;
+	bool overloaded;	/* some worker had > 1 runnable fiber */
+	unsigned long sum_util; /* of all groups, for SIS_UTIL */
+	unsigned long total_load, total_capacity;
+	struct fb_group_stats local, busiest;
+
+	/* fb_place_lb_detach() and fb_place_lb_finish() */
+	unsigned flags; /* FB_LBF_* */
+	int new_dst;	/* another allowed local worker (DST_PINNED), -1 */
+	int nr_moved;
+	bool active; /* ask src to push its running fiber to dst */
+};
+
+/* One fiber of the busiest worker, offered to fb_place_lb_detach(). */
+struct fb_lb_candidate {
+	const struct fb_pfiber *pf;
+	bool running; /* it is the fiber the worker runs now */
+	bool move;    /* out: detach it and attach it to env->dst */
+};
+
+/* fb_place_lb_init - start a balance of @d for @dst of kind @idle. */
+void fb_place_lb_init(struct fb_lb_env *env, const struct fb_place_view *v,
+		      struct fb_domain *d, int dst, enum fb_idle_kind idle,
+		      uint64_t now_ns, uint64_t now_tick);
+/*
+ * fb_place_lb_find - doc/scheduler.md 1.6.1 to 1.6.5: should @dst balance,
+ * group statistics, busiest group, imbalance and busiest worker.  At the top
+ * level it also stores the global overloaded flag.  Context: reads the view
+ * without locks; calls env->refresh only for NO_BLOCKED_LOAD_RATELIMIT
+ * newly-idle balancing.
+ */
+enum fb_lb_verdict fb_place_lb_find(struct fb_lb_env *env);
+/*
+ * fb_place_lb_detach - doc/scheduler.md 1.6.6: mark which of the busiest
+ * worker's fibers move to dst.  @c lists them least recently run first (the
+ * running one included, flagged); at most min(32, nr_running) are looked at.
+ * Return: how many were marked.  Context: the caller holds src's rq lock, so
+ * that the list and the fibers' fields are stable.
+ */
+int fb_place_lb_detach(struct fb_lb_env *env, struct fb_lb_candidate *c,
+		       int nr);
+/*
+ * fb_place_lb_finish - doc/scheduler.md 1.6.7 after @verdict (and the detach,
+ * if any): nr_balance_failed, balance_interval, the parent's `imbalanced` bit
+ * and the active-balance request (env->active).  @running is src's running
+ * fiber or NULL.  Context: as the domain's balancing fields.
+ */
+void fb_place_lb_finish(struct fb_lb_env *env, enum fb_lb_verdict verdict,
+			const struct fb_pfiber *running);
+/* fb_place_request_push - active balance (doc/scheduler.md 1.6.7): ask @src
+ * to hand its running fiber to @dst at its next scheduling point.
+ * Context: any. */
+void fb_place_request_push(const struct fb_place_view *v, int src, int dst);
+/* fb_place_use_asym_prio, fb_place_asym - doc/scheduler.md 4.2.3. */
+bool fb_place_use_asym_prio(const struct fb_place_view *v,
+			    const struct fb_domain *d, int w);
+bool fb_place_asym(const struct fb_place_view *v, const struct fb_domain *d,
+		   int dst, int src);
+/*
+ * fb_place_pick_victim - an idle @this chooses a worker to steal one fiber
+ * from, or -1: the newly-idle balance decision (doc/scheduler.md 1.9) bottom up
+ * when a domain view exists, else the worker with the most queued fibers.  Only
+ * a worker with a queued (not running) fiber is returned.
+ */
+int fb_place_pick_victim(const struct fb_place_view *v, int this);
+
+/* ---- newly-idle, periodic and sleeper balancing (place/idle.c) ---- */
+
+/*
+ * fb_place_balance_interval_ns - the interval actually used of @d for a
+ * busy or idle worker (doc/scheduler.md 1.6.8); @tick_ns the tick length.
+ * Context: any.
+ */
+uint64_t fb_place_balance_interval_ns(const struct fb_place_view *v,
+				      const struct fb_domain *d, bool busy,
+				      uint64_t tick_ns);
+/*
+ * fb_place_update_newidle_cost - note one newly-idle balance of @d that
+ * took @cost_ns (0: only decay), doc/scheduler.md 1.7: a new maximum is
+ * kept; else after 1 s the maximum decays by 253/256.  Return: true iff it
+ * decayed.
+ */
+bool fb_place_update_newidle_cost(struct fb_domain *d, uint64_t cost_ns,
+				  uint64_t now_ns);
+/*
+ * fb_place_ni_random_run - NI_RANDOM (doc/scheduler.md 6.2.6): run @d's
+ * newly-idle balance for the 1024-sided @draw?  A skipped call is counted
+ * in @d's statistics.  *@weight gets the success weight
+ * round(1024 / (1 + ratio)) (1 with NO_NI_RANDOM).
+ * Context: as the domain's balancing fields.
+ */
+bool fb_place_ni_random_run(struct fb_domain *d, uint32_t draw,
+			    unsigned *weight);
+/* fb_place_newidle_stats - count one newly-idle call of @d that added
+ * @success to the successes (window of 1024 calls, doc/scheduler.md
+ * 6.2.6). */
+void fb_place_newidle_stats(struct fb_domain *d, unsigned success);
+/* fb_place_rng - the per-worker PRNG of @w (xorshift64*): next 32 bits. */
+uint32_t fb_place_rng(struct fb_pworker *w);
+
+/* Hooks the newly-idle and periodic drivers call; @arg is ops->arg. */
+struct fb_balance_ops {
+	/* balance(dst, d, kind), including detach and attach; returns the
+	 * number of fibers pulled; sets *stop for FB_LB_SKIP.  Required. */
+	int (*balance)(void *arg, int dst, struct fb_domain *d,
+		       enum fb_idle_kind kind, bool *stop);
+	/* the clock, ns, for cost measurements; NULL: costs are 0 */
+	uint64_t (*clock)(void *arg);
+	/* decay worker @w's own blocked load under its rq lock
+	 * (fb_place_decay_blocked()); NULL: call it without a lock */
+	void (*decay)(void *arg, int w);
+	/* refresh sleeping worker @i under its rq lock
+	 * (fb_place_refresh_sleeping()); NULL: call it without a lock */
+	bool (*refresh)(void *arg, int i);
+	/* is there work for worker @w (for the sleeper pass)? NULL: no */
+	bool (*has_work)(void *arg, int w);
+	void *arg;
+};
+
+/* What one newly-idle balance did (doc/scheduler.md 1.7). */
+struct fb_newidle_result {
+	int pulled;		 /* fibers pulled */
+	unsigned nr_balances;	 /* domains balanced */
+	unsigned nr_skipped;	 /* domains skipped by NI_RANDOM */
+	unsigned skipped_levels; /* bit d->level (up to 31) of each */
+	bool own_decayed;	 /* own blocked load decayed */
+	bool gated;		 /* stopped by the gate */
+	unsigned idle_entry;	 /* FB_IDLE_ENTRY_* decided by rule 4 */
+};
+
+/* Rule 4 outcomes (doc/scheduler.md 6.2.4): nothing, run the STATS pass
+ * before sleeping (FB_KICK_NEWILB set on the worker), or kick a sleeper for
+ * STATS. */
+enum { FB_IDLE_ENTRY_NONE, FB_IDLE_ENTRY_LOCAL, FB_IDLE_ENTRY_KICK };
+
+/*
+ * fb_place_newidle - newly-idle balancing of worker @w (doc/scheduler.md 1.7,
+ * rules 3 and 4 of 6.2.3 and 6.2.4) at @now_ns: the gate, the decay of its own
+ * blocked load, the walk over its domains with NI_RANDOM draws from w's PRNG,
+ * cost accounting, idle_stamp and next_balance.  Context: the owner worker,
+ * rq lock not held (ops->balance takes the locks it needs).
+ */
+void fb_place_newidle(const struct fb_place_view *v, int w, uint64_t now_ns,
+		      uint64_t now_tick, const struct fb_balance_ops *ops,
+		      struct fb_newidle_result *res);
+/*
+ * fb_place_idle_entry_stats - rule 4 (doc/scheduler.md 6.2.4) after a
+ * newly-idle balance that pulled nothing: FB_IDLE_ENTRY_LOCAL (and
+ * FB_KICK_NEWILB set on @w), or with NO_BLOCKED_LOAD_RATELIMIT
+ * FB_IDLE_ENTRY_KICK, or NONE.
+ */
+unsigned fb_place_idle_entry_stats(const struct fb_place_view *v, int w,
+				   uint64_t now_ns);
+/*
+ * fb_place_sleep_stats_due - just before @w sleeps: clear FB_KICK_NEWILB
+ * and say whether w should run the STATS pass itself (it was the only flag
+ * and @has_work is false).  Context: the owner worker.
+ */
+bool fb_place_sleep_stats_due(const struct fb_place_view *v, int w,
+			      bool has_work);
+
+/*
+ * fb_place_decay_blocked - decay_blocked(@w) of doc/scheduler.md 6.2.1: stamp
+ * @now_tick (first with BLOCKED_LOAD_RATELIMIT, last without), bring w's
+ * averages to @now_ns and clear has_blocked_load once its averages are 0.
+ * Counts in w->nr_blocked_decays.  Return: w still has blocked load.
+ * Context: w's rq lock.
+ */
+bool fb_place_decay_blocked(struct fb_pworker *w, uint64_t now_ns,
+			    uint64_t now_tick);
+/* The two halves of fb_place_decay_blocked(), for tests of the order of
+ * rule 1 (doc/scheduler.md 6.2.1). */
+void fb_place_blocked_stamp(struct fb_pworker *w, uint64_t now_tick);
+bool fb_place_blocked_decay(struct fb_pworker *w, uint64_t now_ns);
+/*
+ * fb_place_refresh_sleeping - rule 1 (doc/scheduler.md 6.2.1) for sleeping
+ * worker @i: decay at most once per tick (per blocked_min_ticks).
+ * Return: i still has blocked load.
+ * Context: i's rq lock (its decay may run).
+ */
+bool fb_place_refresh_sleeping(const struct fb_place_view *v, int i,
+			       uint64_t now_ns, uint64_t now_tick);
+
+/* Sleep entry and exit of worker @w (owner; doc/scheduler.md 1.8). */
+void fb_place_sleep_enter(const struct fb_place_view *v, int w);
+void fb_place_sleep_exit(const struct fb_place_view *v, int w);
+/*
+ * fb_place_kick_flags - the FB_KICK_* flags the tick of awake worker @w asks
+ * for at @now_ns (0: none; doc/scheduler.md 1.8).  Pure.
+ */
+unsigned fb_place_kick_flags(const struct fb_place_view *v, int w,
+			     uint64_t now_ns);
+/*
+ * fb_place_kick - kick(@flags) from @w (doc/scheduler.md 1.8): returns the
+ * sleeping worker the caller must wake, or -1 (no sleeper, or it had a kick
+ * pending).
+ * Moves the global next_balance by @tick_ns for BALANCE.
+ */
+int fb_place_kick(const struct fb_place_view *v, int w, unsigned flags,
+		  uint64_t now_ns, uint64_t tick_ns);
+
+/* What one sleeper pass did (doc/scheduler.md 1.8). */
+struct fb_nohz_result {
+	unsigned nr_refreshed; /* sleepers whose blocked load was decayed */
+	unsigned nr_balanced;  /* sleepers balanced */
+	bool aborted;	       /* the pass stopped: the worker got work */
+};
+
+/*
+ * fb_place_nohz_pass - doc/scheduler.md 1.8: worker @self, kicked with
+ * @flags (or running rule 4 of doc/scheduler.md 6.2.4 with FB_KICK_STATS),
+ * refreshes and balances every sleeping worker.
+ * Context: @self, no rq lock held.
+ */
+void fb_place_nohz_pass(const struct fb_place_view *v, int self, unsigned flags,
+			uint64_t now_ns, uint64_t now_tick, uint64_t tick_ns,
+			const struct fb_balance_ops *ops,
+			struct fb_nohz_result *res);
+/*
+ * fb_place_rebalance - periodic balance (doc/scheduler.md 1.6.8) of worker @w's
+ * domains at @now_ns (kernel sched_balance_domains): each level whose interval
+ * has elapsed is balanced through ops->balance, bottom up; SERIALIZE levels
+ * only while the global flag can be taken; max_newidle_lb_cost decays and
+ * w.max_idle_balance_cost and w.next_balance are updated.  It does not decay
+ * w's blocked load (fb_place_tick() does, rule 5 of doc/scheduler.md 6.2.5).
+ * Return: fibers pulled.  Context: @w, or the balancing worker for a sleeping
+ * @w (doc/scheduler.md 1.8); no rq lock held.
+ */
+int fb_place_rebalance(const struct fb_place_view *v, int w, uint64_t now_ns,
+		       uint64_t tick_ns, enum fb_idle_kind kind,
+		       const struct fb_balance_ops *ops);
+/*
+ * fb_place_tick - what awake worker @w does at every tick (doc/scheduler.md
+ * 1.6.8, 1.8, 6.2.5): when now >= w.next_balance, decay its own blocked load
+ * once and run fb_place_rebalance(); then decide and record a kick for the
+ * sleepers.  Return: the sleeping worker the caller must wake, or -1.
+ * Context: @w, no rq lock held.
+ */
+int fb_place_tick(const struct fb_place_view *v, int w, uint64_t now_ns,
+		  uint64_t now_tick, uint64_t tick_ns,
+		  const struct fb_balance_ops *ops);
+
+#endif /* FB_PLACE_H */

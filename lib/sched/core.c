@@ -1,0 +1,791 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * core.c - workers, run queues, wakelists, the idle loop, and the
+ * block/wake protocol.
+ *
+ * Model.  Each worker is a kernel thread with a FIFO run queue (rq, under
+ * rq_lock), a lock-free multi-producer wakelist that only it drains, and a
+ * state word (RUNNING, POLLING, SLEEPING, plus NEED_RESCHED) on which it
+ * sleeps with futex_wait.  A fiber runs until it yields, parks or returns;
+ * then its worker picks the next fiber from its run queue (after draining
+ * the wakelist) and switches straight to it, or to its idle loop, which
+ * polls for LIBFIBER_IDLE_POLL_US and then sleeps.
+ *
+ * The block/wake protocol (no lost wakeup, never two workers on a stack).
+ *
+ * 1. A fiber that will block announces it under the wait-list lock of the
+ *    object it waits on: state = PARKING, then it queues its waiter and
+ *    releases the lock.  A waker removes the waiter under that lock and
+ *    calls fb_fiber_wake().
+ * 2. The fiber then CASes PARKING -> PARKED.  A waker CASes PARKING ->
+ *    RUNNING or PARKED -> RUNNABLE.  Exactly one of the three CASes on a
+ *    given PARKING value succeeds first:
+ *    - waker first (PARKING -> RUNNING): the fiber's own CAS fails, it sees
+ *      RUNNING and carries on without ever leaving its worker.  The wakeup
+ *      is not lost because it is recorded in the state word itself.
+ *    - fiber first (PARKING -> PARKED): the fiber switches away; the waker
+ *      then wins PARKED -> RUNNABLE and from that moment owns the fiber and
+ *      must put it on some run queue.  Nobody else can: the state is no
+ *      longer PARKED.
+ * 3. on_worker.  A worker sets f->on_worker = 1 before it switches to f and
+ *    clears it with a release store in fb_sched_finish_switch(), once it runs on
+ *    another stack.  The waker that owns a PARKED fiber reads on_worker with
+ *    acquire (its CAS on state, acq_rel, orders it after the fiber's store
+ *    of 1).  While it is 1 the fiber's registers are not yet saved, so the
+ *    waker must not let any other worker run it.  It either pushes the fiber
+ *    on the wakelist of the worker that is leaving it (drained only at that
+ *    worker's next scheduling point, which is after it left the stack, or
+ *    by the worker itself, which then simply keeps running it), or spins
+ *    until on_worker is 0.  Thieves skip queued fibers whose on_worker is 1.
+ * 4. Sleeping workers (Dekker).  A waker makes work visible (a seq_cst push
+ *    on the wakelist, or a seq_cst increment of nr_running under rq_lock)
+ *    and then reads the target's state (seq_cst).  An idle worker stores
+ *    POLLING, or CASes POLLING -> SLEEPING, and then reads its wakelist and
+ *    nr_running (seq_cst).  In the single total order of these operations
+ *    one side sees the other: either the worker sees the work, or the waker
+ *    sees POLLING/SLEEPING and sets NEED_RESCHED (which also makes the
+ *    worker's POLLING -> SLEEPING CAS fail) and, for SLEEPING only, calls
+ *    futex_wake.  A polling worker costs no system call.
+ *    The poller (sched/netpoll.c) is the same argument with another sleep:
+ *    the worker CASes POLLING -> EPOLL instead of SLEEPING, re-reads its
+ *    work (seq_cst) and calls epoll_wait; a waker that sees EPOLL sets
+ *    NEED_RESCHED and writes the runtime's eventfd, which is in the epoll
+ *    set.  The eventfd stays readable until the poller reads it, so a write
+ *    that lands before epoll_wait is entered still ends it at once.  Only
+ *    the worker holding the poller flag ever stores EPOLL, so the one
+ *    eventfd reaches the one worker it is meant for; a stale write (the
+ *    poller left epoll for I/O just before it) costs the next poller one
+ *    empty round.
+ * 5. Timers and I/O.  Each worker fires its own timer heap and bounds its
+ *    sleep (futex or epoll timeout) by the heap's next deadline; a busy
+ *    worker fires due timers and, when no worker is the poller, polls
+ *    epoll without blocking every FB_TICK_SWITCHES scheduling points
+ *    (fb_sched_tick, from fb_sched_finish_switch once the previous fiber
+ *    is released, so a timer or fd event may wake that very fiber).
+ *    Readiness and expiry wake fibers through fb_fiber_wake(), so
+ *    placement decides where I/O wakeups run, as for any other wakeup.
+ *
+ * runnext.  A fiber that wakes another on its own worker (the ping-pong of
+ * a pipe or a channel) puts it in w->runnext, which only the owner reads
+ * and writes: schedule() takes it without the run-queue lock, and since
+ * the leaving fiber and the arriving one cancel out, nr_running is not
+ * touched.  The wakee has on_worker == 0 (its worker finished leaving it
+ * before the waker ran).  Thieves and the balancer do not see runnext, so
+ * a streak of FB_RUNNEXT_STREAK hand-offs falls back to the queue, and a
+ * yield puts runnext at the head of the queue.
+ *
+ * Alternatives rejected: a global run queue (one contended lock); waking
+ * through a per-worker eventfd (a system call on every remote wake); and
+ * letting the switching worker re-check the state after the switch instead
+ * of on_worker (it would make every park pay a second atomic RMW).
+ *
+ * Foreign threads (main, a pthread) have no worker: their wakeups go to a
+ * worker's wakelist (TTWU_QUEUE) or run queue; they block on a futex in
+ * their fb_waiter.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/sanitizer.h"
+#include "sched/sched.h"
+#include "topo/rcu.h"
+
+struct fb_runtime *fb_rt;
+void (*fb_test_switch_hook)(void);
+atomic_bool fb_rt_up;
+atomic_bool fb_rt_open;
+_Atomic uint64_t fb_rt_epoch;
+/* Foreign threads inside the gate (sched/sched.h); one shared line, touched
+ * only by threads that are not workers. */
+static atomic_long rt_inside;
+/* Facts of the running runtime that any thread may read at any time:
+ * set by fiber_init() before the gate opens, cleared by fiber_shutdown()
+ * (fb_runtime_set_facts). */
+static atomic_int rt_nr_workers;
+static _Atomic size_t rt_stack_size;
+__thread struct fb_worker *fb_this_worker_tls
+	__attribute__((tls_model("initial-exec")));
+
+#ifndef __x86_64__
+/* See sched/sched.h: elsewhere the thread pointer may be cached across a
+ * switch, so the read lives in a function of its own. */
+fb_noinline struct fb_worker *fb_worker_self_slow(void)
+{
+	return *(struct fb_worker *volatile *)&fb_this_worker_tls;
+}
+#endif
+
+struct fb_fiber *fb_current(void)
+{
+	struct fb_worker *w = fb_worker_self();
+
+	return w ? w->curr : NULL;
+}
+
+uint64_t fb_thread_id(void)
+{
+	static _Atomic uint64_t next = 1;
+	static __thread uint64_t id;
+
+	if (fb_unlikely(!id))
+		id = (UINT64_C(1) << 63) | fb_add_relaxed(&next, 1);
+	return id;
+}
+
+void fb_count_foreign(size_t offset)
+{
+	struct fb_runtime *r = fb_rt;
+
+	if (r)
+		atomic_fetch_add_explicit(
+			(_Atomic uint64_t *)((char *)&r->foreign + offset), 1,
+			memory_order_relaxed);
+}
+
+bool fb_rt_enter(void)
+{
+	/* Dekker with fiber_shutdown(): it stores the gate closed (seq_cst)
+	 * and then reads rt_inside (seq_cst); we add (seq_cst) and then
+	 * read the gate.  One of the two sees the other. */
+	atomic_fetch_add(&rt_inside, 1);
+	if (fb_likely(fb_load_seqcst(&fb_rt_open)))
+		return true;
+	atomic_fetch_sub(&rt_inside, 1);
+	return false;
+}
+
+void fb_rt_leave(void)
+{
+	atomic_fetch_sub_explicit(&rt_inside, 1, memory_order_release);
+}
+
+void fb_rt_atfork_child(void)
+{
+	fb_store_relaxed(&rt_inside, 0);
+	fb_runtime_set_facts(0, 0);
+	fb_this_worker_tls = NULL; /* the child's thread is no worker */
+}
+
+void fb_rt_wait_outside(void)
+{
+	for (unsigned int spins = 0; fb_load_seqcst(&rt_inside);)
+		if (++spins < 64)
+			sched_yield();
+		else
+			usleep(100);
+}
+
+void fb_runtime_set_facts(int nr_workers, size_t stack_size)
+{
+	fb_store_relaxed(&rt_stack_size, stack_size);
+	fb_store_release(&rt_nr_workers, nr_workers);
+}
+
+int fb_runtime_nr_workers(void)
+{
+	return fb_load_acquire(&rt_nr_workers);
+}
+
+size_t fb_runtime_stack_size(void)
+{
+	size_t s = fb_load_relaxed(&rt_stack_size);
+
+	return s ? s : FB_STACK_DEFAULT;
+}
+
+int fb_runtime_worker_node(int worker)
+{
+	return fb_rt->workers[worker]->node;
+}
+
+struct fb_worker *fb_runtime_worker(int i)
+{
+	return fb_rt && i >= 0 && i < fb_rt->nr_workers ? fb_rt->workers[i] :
+							  NULL;
+}
+
+/* ---- waking workers ---------------------------------------------------- */
+
+/*
+ * wake_worker - make sure worker @t notices new work (the IPI replacement).
+ * Context: any thread, any lock; must follow the seq_cst publication of the
+ * work (rule 4 above).
+ */
+void fb_sched_wake_worker(struct fb_worker *t, struct fb_worker *this)
+{
+	unsigned int s = fb_load_seqcst(&t->pw.state);
+
+	for (;;) {
+		if ((s & FB_WS_MASK) == FB_WS_RUNNING ||
+		    (s & FB_WS_NEED_RESCHED))
+			return;
+		if (fb_cas_seqcst(&t->pw.state, &s, s | FB_WS_NEED_RESCHED))
+			break;
+	}
+	if ((s & FB_WS_MASK) == FB_WS_SLEEPING) {
+		fb_futex_wake(&t->pw.state, 1);
+		FB_COUNT(this, futex_wakes);
+	} else if ((s & FB_WS_MASK) == FB_WS_EPOLL) {
+		fb_sched_poll_kick();
+		FB_COUNT(this, eventfd_wakes);
+	} else {
+		FB_COUNT(this, poll_wakes);
+	}
+}
+
+/*
+ * kick_idle - a worker has a backlog (@t has several runnable fibers) and
+ * some worker sleeps: wake an idle one so that it steals (a polling one
+ * would find the backlog by itself, but it is nearer, so it goes first).
+ */
+static fb_noinline void kick_idle(struct fb_worker *t, struct fb_worker *this)
+{
+	int n = fb_rt->nr_workers;
+
+	for (int k = 1; k < n; k++) {
+		struct fb_worker *i = fb_rt->workers[(t->id + k) % n];
+		unsigned int s = fb_load_relaxed(&i->pw.state);
+
+		if ((s & FB_WS_MASK) == FB_WS_RUNNING ||
+		    (s & FB_WS_NEED_RESCHED))
+			continue;
+		if (fb_load_relaxed(&i->pw.nr_running))
+			continue;
+		fb_sched_wake_worker(i, this);
+		FB_COUNT(this, kicks);
+		return;
+	}
+}
+
+/* ---- run queues and wakelists ------------------------------------------ */
+
+/* push - hand @f to @t through its wakelist (doc/scheduler.md 3.2.3). */
+static void push(struct fb_fiber *f, struct fb_worker *t,
+		 struct fb_worker *this)
+{
+	struct fb_fiber *old = fb_load_relaxed(&t->pw.wakelist);
+
+	fb_store_seqcst(&t->pw.ttwu_pending, 1);
+	do {
+		fb_store_relaxed(&f->wl_next, old);
+	} while (!fb_cas_seqcst(&t->pw.wakelist, &old, f));
+	FB_COUNT(this, wakelist_pushes);
+	if (!old)
+		fb_sched_wake_worker(t, this);
+}
+
+/*
+ * drain_wakelist - move every fiber handed to @w onto its run queue, in
+ * wake order.  ttwu_pending is cleared only after they are queued, under
+ * the lock, so no waker sees @w idle while handoffs are in flight.
+ * Context: owner worker, rq_lock not held.
+ */
+fb_noinline void fb_sched_drain_wakelist(struct fb_worker *w)
+{
+	struct fb_fiber *f = fb_xchg_seqcst(&w->pw.wakelist, NULL), *rev = NULL;
+	int n = 0;
+
+	if (!f)
+		return;
+	while (f) {
+		struct fb_fiber *next = fb_load_relaxed(&f->wl_next);
+
+		fb_store_relaxed(&f->wl_next, rev);
+		rev = f;
+		f = next;
+	}
+	fb_spin_lock(&w->rq_lock);
+	for (f = rev; f; f = fb_load_relaxed(&f->wl_next)) {
+		fb_list_add_tail(&f->rq_node, &w->rq);
+		n++;
+	}
+	fb_nr_running_add_local(w, n);
+	fb_store_release(&w->pw.ttwu_pending, 0);
+	fb_spin_unlock(&w->rq_lock);
+	FB_COUNT(w, wakelist_drains);
+}
+
+/*
+ * enqueue - put RUNNABLE @f on @t's run queue directly.  Context: any
+ * thread (@this its worker or NULL); @f is owned by the caller and has
+ * on_worker == 0 unless @t is the worker leaving it.
+ */
+static void enqueue(struct fb_fiber *f, struct fb_worker *t,
+		    struct fb_worker *this)
+{
+	int nr;
+
+	if (t == this && this->curr && !this->runnext &&
+	    this->runnext_streak < FB_RUNNEXT_STREAK) {
+		/* A fiber wakes another on its own worker: the wakee runs
+		 * next, without the run-queue lock (see schedule()). */
+		this->runnext = f;
+		this->runnext_streak++;
+		FB_COUNT(this, local_enqueues);
+		return;
+	}
+	fb_spin_lock(&t->rq_lock);
+	fb_list_add_tail(&f->rq_node, &t->rq);
+	if (t == this) {
+		nr = fb_load_relaxed(&t->pw.nr_running) + 1;
+		fb_store_relaxed(&t->pw.nr_running, nr);
+	} else {
+		nr = atomic_fetch_add(&t->pw.nr_running, 1) + 1;
+	}
+	fb_spin_unlock(&t->rq_lock);
+	if (t == this) {
+		FB_COUNT(this, local_enqueues);
+	} else {
+		FB_COUNT(this, direct_enqueues);
+		fb_sched_wake_worker(t, this);
+	}
+	if (fb_unlikely(nr >= 3) && fb_load_relaxed(&fb_rt->nr_sleepers) > 0)
+		kick_idle(t, this);
+}
+
+/* deliver - hand RUNNABLE @f to worker @t by the path H2 chooses
+ * (doc/scheduler.md 3.2). */
+static void deliver(const struct fb_place_view *v, struct fb_fiber *f, int t,
+		    struct fb_worker *this)
+{
+	struct fb_worker *tw = fb_rt->workers[t];
+
+	if (tw != this &&
+	    fb_place_use_wakelist(v, &f->pf, t, this ? this->id : -1))
+		push(f, tw, this);
+	else
+		enqueue(f, tw, this);
+}
+
+/* ---- the block/wake protocol ------------------------------------------- */
+
+_Static_assert(FB_WF_SYNC == FB_PLACE_WF_SYNC, "wake flags disagree");
+
+/* waker_pf - the running fiber's placement record, NULL outside a fiber. */
+static struct fb_pfiber *waker_pf(void)
+{
+	struct fb_fiber *cur = fb_current();
+
+	return cur ? &cur->pf : NULL;
+}
+
+/* count_wake - the LIBFIBER_STATS counters of one wake placement. */
+static void count_wake(struct fb_worker *this, const struct fb_wake_result *r)
+{
+	FB_COUNT(this, wake_placements);
+	if (r->affine)
+		FB_COUNT(this, wake_affine);
+	switch (r->pick) {
+	case FB_PICK_TARGET:
+		FB_COUNT(this, wake_target);
+		break;
+	case FB_PICK_PREV:
+		FB_COUNT(this, wake_prev);
+		break;
+	case FB_PICK_RECENT:
+		FB_COUNT(this, wake_recent);
+		break;
+	case FB_PICK_SIBLING:
+		FB_COUNT(this, wake_idle_sibling);
+		break;
+	case FB_PICK_IDLE_CORE:
+		FB_COUNT(this, wake_idle_core);
+		break;
+	case FB_PICK_SCAN_HIT:
+		FB_COUNT(this, wake_scan_hit);
+		break;
+	case FB_PICK_SCAN_MISS:
+		FB_COUNT(this, wake_scan_miss);
+		break;
+	case FB_PICK_AFFINITY:
+		FB_COUNT(this, wake_affinity);
+		break;
+	}
+	if (r->probes) {
+		if (this)
+			fb_store_relaxed(
+				&this->cnt.wake_probes,
+				fb_load_relaxed(&this->cnt.wake_probes) +
+					(uint64_t)r->probes);
+		else
+			for (int i = 0; i < r->probes; i++)
+				FB_COUNT(this, wake_probes);
+	}
+	if (r->core_scan)
+		FB_COUNT(this, scan_idle_cores);
+	if (r->cut_util)
+		FB_COUNT(this, scan_cut_sis_util);
+	if (r->cut_core_limit)
+		FB_COUNT(this, scan_cut_core_limit);
+}
+
+static bool wake(struct fb_worker *this, struct fb_fiber *f,
+		 unsigned int flags);
+
+bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
+{
+	struct fb_worker *this = fb_worker_self();
+	bool woken;
+
+	if (fb_likely(this))
+		return wake(this, f, flags);
+	if (!fb_rt_enter()) /* a foreign thread: through the gate */
+		return false;
+	woken = wake(NULL, f, flags);
+	fb_rt_leave();
+	return woken;
+}
+
+/* wake - fb_fiber_wake() once the waker may use the runtime. */
+static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
+{
+	int s = fb_load_acquire(&f->state), t;
+	struct fb_place_view v;
+	struct fb_wake_result res;
+
+	/* A fiber an earlier runtime abandoned never runs in this one. */
+	if (fb_unlikely(f->epoch != fb_load_relaxed(&fb_rt_epoch)))
+		return false;
+	for (;;) {
+		if (s == FB_FIBER_PARKING) {
+			if (fb_cas(&f->state, &s, FB_FIBER_RUNNING)) {
+				FB_COUNT(this, wake_early);
+				return true;
+			}
+		} else if (s == FB_FIBER_PARKED) {
+			if (fb_cas(&f->state, &s, FB_FIBER_RUNNABLE))
+				break;
+		} else {
+			return false;
+		}
+	}
+	FB_COUNT(this, wakeups);
+	if (fb_rt->nr_workers == 1 && this) {
+		/* One worker and the waker runs on it: there is nothing to
+		 * place, and @f left the worker before the waker ran, so its
+		 * on_worker is already 0. */
+		enqueue(f, this, this);
+		return true;
+	}
+	fb_sched_view_enter(&v);
+	if (fb_load_acquire(&f->on_worker)) {
+		t = f->pf.prev;
+		if (fb_place_use_wakelist(&v, &f->pf, t,
+					  this ? this->id : -1)) {
+			FB_COUNT(this, wake_on_worker);
+			push(f, fb_rt->workers[t], this);
+			fb_sched_view_exit();
+			return true;
+		}
+		FB_COUNT(this, on_worker_waits);
+		for (unsigned int spins = 0; fb_load_acquire(&f->on_worker);)
+			if (++spins < 1024)
+				fb_cpu_relax();
+			else
+				sched_yield();
+	}
+	t = fb_place_select_wake(&v, &f->pf, waker_pf(), this ? this->id : -1,
+				 flags, fb_now_coarse_ns(), &res);
+	count_wake(this, &res);
+	deliver(&v, f, t, this);
+	fb_sched_view_exit();
+	return true;
+}
+
+/* ---- waiters ------------------------------------------------------------- */
+
+void fb_waiter_prepare(struct fb_waiter *w, int kind, const void *obj)
+{
+	struct fb_fiber *f = fb_current();
+
+	w->fiber = f;
+	w->result = 0;
+	w->kind = kind;
+	w->obj = obj;
+	w->deadline = FB_NO_DEADLINE;
+	fb_store_relaxed(&w->claim, FB_CLAIM_NONE);
+	fb_store_relaxed(&w->futex, 0);
+	if (f) {
+		fb_store_relaxed(&f->waiter, w);
+		fb_store_relaxed(&f->state, FB_FIBER_PARKING);
+	}
+}
+
+const char *fb_wait_kind_name(int kind)
+{
+	static const char *const names[] = {
+#define FB_WAIT_NAME(name, str) [FB_WAIT_##name] = str,
+		FB_WAIT_KINDS(FB_WAIT_NAME)
+#undef FB_WAIT_NAME
+	};
+
+	if (kind < 0 || (size_t)kind >= FB_ARRAY_SIZE(names))
+		return "?";
+	return names[kind];
+}
+
+void fb_waiter_wait(struct fb_waiter *w, struct fb_spinlock *lock)
+{
+	fb_spin_unlock(lock);
+	if (w->fiber) {
+		fb_fiber_park();
+		return;
+	}
+	while (!fb_load_acquire(&w->futex))
+		fb_futex_wait(&w->futex, 0, NULL);
+}
+
+void fb_waiter_wake(struct fb_waiter *w, unsigned int flags)
+{
+	struct fb_fiber *f = w->fiber;
+
+	if (f) {
+		fb_fiber_wake(f, flags);
+		return;
+	}
+	/* The waiter may return as soon as it sees 1; the futex call may then
+	 * hit a dead frame, which costs at most a spurious wakeup of a futex
+	 * user that re-checks its condition, as every one here does. */
+	fb_store_release(&w->futex, 1);
+	fb_futex_wake(&w->futex, 1);
+}
+
+/* ---- switching ----------------------------------------------------------- */
+
+/*
+ * finish_switch - first thing after every switch, on the new stack: release
+ * the fiber we left (on_worker = 0) or reap it if it died.
+ */
+static fb_noinline void migrate_finish(struct fb_worker *w, struct fb_fiber *f)
+{
+	int t = fb_sched_balance_migrate_target(w, f); /* active balance */
+	struct fb_place_view v;
+
+	w->migrating = false;
+	fb_sched_view_enter(&v);
+	if (t < 0)
+		t = fb_place_select_wake(&v, &f->pf, NULL, -1, 0, 0, NULL);
+	deliver(&v, f, t, w);
+	fb_sched_view_exit();
+}
+
+void fb_sched_finish_switch(struct fb_worker *w)
+{
+	struct fb_fiber *prev = w->prev_switch;
+
+	if (!prev)
+		goto tick;
+	w->prev_switch = NULL;
+	if (fb_load_relaxed(&prev->state) == FB_FIBER_DEAD)
+		fb_fiber_reap(w, prev);
+	else
+		fb_store_release(&prev->on_worker, 0);
+	if (fb_unlikely(w->migrating))
+		migrate_finish(w, prev);
+tick:
+	/* Timers and I/O of a busy worker (rule 5); @prev is released, so
+	 * what the tick wakes may be @prev itself. */
+	fb_sched_tick_maybe(w);
+}
+
+/* ctx_switch - fb_ctx_switch wrapped in the sanitizers' bookkeeping.
+ * @dying: the leaving context never resumes; @tsan: TSan's context of the
+ * one we switch to. */
+static inline void ctx_switch(void **save, void *load, const void *bottom,
+			      size_t size, bool dying, void *tsan)
+{
+	void *fake = NULL;
+
+	fb_san_start_switch(dying ? NULL : &fake, bottom, size);
+	fb_san_tsan_switch(tsan);
+	fb_ctx_switch(save, load);
+	fb_san_finish_switch(fake);
+}
+
+void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
+			struct fb_fiber *next, uint64_t now)
+{
+	fb_sched_pelt_enter(w, next, now);
+	fb_store_relaxed(&next->state, FB_FIBER_RUNNING);
+	fb_store_relaxed(&next->on_worker, 1);
+	next->pf.prev = w->id;
+	__atomic_store_n(&w->curr, next,
+			 __ATOMIC_RELAXED); /* read by balancers */
+	w->prev_switch = prev;
+	FB_COUNT(w, switches);
+	ctx_switch(prev ? &prev->sp : &w->idle_sp, next->sp, next->stack.map,
+		   next->stack.map_len,
+		   prev && fb_load_relaxed(&prev->state) == FB_FIBER_DEAD,
+		   next->san.tsan);
+}
+
+enum sched_mode { SCHED_YIELD, SCHED_PARK, SCHED_EXIT, SCHED_MIGRATE };
+
+/*
+ * schedule - leave the calling fiber and run the next runnable one, or the
+ * idle loop.  Context: fiber @prev on worker @w; for SCHED_YIELD the caller
+ * has set @prev RUNNABLE, for SCHED_PARK PARKED, for SCHED_EXIT DEAD.
+ */
+static void schedule(struct fb_worker *w, struct fb_fiber *prev,
+		     enum sched_mode mode)
+{
+	uint64_t now = fb_sched_clock();
+	struct fb_list *n;
+	struct fb_fiber *next = NULL;
+
+	fb_topo_quiescent(w->id); /* a scheduling point (topo/rcu.c) */
+	fb_sched_pelt_leave(w, prev, now,
+			    mode == SCHED_YIELD || mode == SCHED_MIGRATE);
+	if (fb_unlikely(mode == SCHED_EXIT)) /* its share leaves with it */
+		fb_pelt_detach(&w->pw.avg, &prev->pf.avg, prev->pf.weight);
+	next = w->runnext;
+	if (next && mode != SCHED_YIELD && !fb_load_relaxed(&w->pw.wakelist)) {
+		/* prev leaves and next runs: nr_running is unchanged, and no
+		 * lock is needed, since nobody else sees runnext. */
+		w->runnext = NULL;
+		goto picked;
+	}
+	if (fb_load_relaxed(&w->pw.wakelist))
+		fb_sched_drain_wakelist(w);
+	fb_spin_lock(&w->rq_lock);
+	if (next) { /* not taken above: it goes first in the queue */
+		w->runnext = NULL;
+		fb_list_add_head(&next->rq_node, &w->rq);
+		fb_nr_running_add_local(w, 1);
+		next = NULL;
+	}
+	w->runnext_streak = 0;
+	if (mode == SCHED_YIELD)
+		fb_list_add_tail(&prev->rq_node, &w->rq);
+	else
+		fb_nr_running_add_local(w, -1);
+	n = fb_list_pop(&w->rq);
+	fb_spin_unlock(&w->rq_lock);
+	if (n)
+		next = fb_list_entry(n, struct fb_fiber, rq_node);
+picked:
+	if (next == prev) {
+		fb_store_relaxed(&prev->state, FB_FIBER_RUNNING);
+		return;
+	}
+	w->migrating = mode == SCHED_MIGRATE;
+	if (fb_unlikely(fb_test_switch_hook != NULL))
+		fb_test_switch_hook();
+	if (next) {
+		fb_sched_switch_to(w, prev, next, now);
+	} else {
+		__atomic_store_n(&w->curr, NULL,
+				 __ATOMIC_RELAXED); /* read by balancers */
+		w->prev_switch = prev;
+		ctx_switch(&prev->sp, w->idle_sp, w->idle_stack,
+			   w->idle_stack_size, mode == SCHED_EXIT,
+			   w->idle_tsan);
+	}
+	/* Resumed, perhaps on another worker. */
+	fb_sched_finish_switch(fb_worker_self());
+}
+
+void fb_fiber_park(void)
+{
+	struct fb_worker *w = fb_worker_self();
+	struct fb_fiber *f = w->curr;
+	int s = FB_FIBER_PARKING;
+
+	if (!fb_cas(&f->state, &s, FB_FIBER_PARKED)) {
+		FB_BUG_ON(s != FB_FIBER_RUNNING);
+		return; /* woken before we left */
+	}
+	FB_COUNT(w, parks);
+	schedule(w, f, SCHED_PARK);
+}
+
+bool fb_sched_yield(void)
+{
+	struct fb_worker *w = fb_worker_self();
+	struct fb_fiber *f = w->curr;
+
+	/* An active balance asked for this fiber (sched/balance.c). */
+	if (fb_unlikely(fb_load_relaxed(&w->pw.push_target) >= 0) &&
+	    fb_sched_balance_push(w)) {
+		fb_sched_migrate();
+		return true;
+	}
+	if (!fb_load_relaxed(&w->pw.wakelist) && !w->runnext &&
+	    fb_load_relaxed(&w->pw.nr_running) <= 1) {
+		/* A yield loop must still see its timers and I/O (rule 5),
+		 * and publishers of the view must see it pass (topo/rcu.c). */
+		fb_topo_quiescent(w->id);
+		fb_sched_tick_maybe(w);
+		return false;
+	}
+	FB_COUNT(w, yields);
+	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
+	schedule(w, f, SCHED_YIELD);
+	return true;
+}
+
+void fb_sched_migrate(void)
+{
+	struct fb_worker *w = fb_worker_self();
+	struct fb_fiber *f = w->curr;
+
+	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
+	schedule(w, f, SCHED_MIGRATE);
+}
+
+void fb_sched_exit(void)
+{
+	struct fb_worker *w = fb_worker_self();
+	struct fb_fiber *f = w->curr;
+
+	FB_COUNT(w, exits);
+	fb_store_relaxed(&f->state, FB_FIBER_DEAD);
+	schedule(w, f, SCHED_EXIT);
+	fb_die(__FILE__, __LINE__, "a dead fiber was resumed");
+}
+
+void fb_fiber_main(void)
+{
+	struct fb_worker *w = fb_worker_self();
+	struct fb_fiber *f;
+
+	fb_san_finish_switch(NULL);
+	fb_sched_finish_switch(w);
+	f = w->curr;
+	f->retval = f->fn(f->arg);
+	if (fb_unlikely(!fb_worker_self()))
+		exit(0); /* in the child of a fork() (api/runtime.c) */
+	fb_fiber_exit_self(f->retval);
+}
+
+/* ---- creation ------------------------------------------------------------ */
+
+int fb_sched_select_create(struct fb_fiber *f)
+{
+	struct fb_worker *this = fb_worker_self();
+
+	struct fb_create_info info = { 0 };
+	struct fb_place_view v;
+	int t;
+
+	fb_sched_view_enter(&v);
+	t = fb_place_select_create(&v, &f->pf, this ? this->id : -1, &info);
+	fb_sched_view_exit();
+	if (info.nr_numa_imb_kept)
+		FB_COUNT(this, create_numa_imb);
+	return t;
+}
+
+void fb_sched_enqueue_new(struct fb_fiber *f, int t)
+{
+	struct fb_worker *this = fb_worker_self();
+	struct fb_place_view v;
+
+	fb_add_relaxed(&fb_rt->nr_live, 1);
+	FB_COUNT(this, creates);
+	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
+	fb_sched_view_enter(&v);
+	deliver(&v, f, t, this);
+	fb_sched_view_exit();
+}

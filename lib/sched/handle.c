@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * handle.c - fiber handles (what a fiber_t holds), the table that
+ * turns one into a descriptor, and the allocation of descriptors with
+ * their handles.
+ *
+ * The model.  A fiber_t is never a descriptor's address.  It packs a slot
+ * index and that slot's generation:
+ *
+ *	handle = gen << FB_HANDLE_INDEX_BITS | index,	gen >= 1
+ *
+ * so no handle is NULL.  A slot of the process-wide table holds a spinlock,
+ * the generation of its live handle and the descriptor.  A descriptor's
+ * life ends (its fiber exited and was joined, or exited detached) with the
+ * generation bumped and the descriptor cleared, both under the slot's lock
+ * (fb_handle_retire_locked).  From then on every handle made before is
+ * stale: a lookup locks the slot, compares generations and finds a
+ * mismatch.  The descriptor itself is reused at once for a new fiber, or
+ * freed; no old handle leads to it.  The join/detach handshake runs under
+ * the same slot lock, so a join or detach that races with the release of a
+ * detached fiber sees either the live fiber or a stale handle, never freed
+ * memory.
+ *
+ * Invariants.
+ *   - A slot's fiber is non-NULL exactly from fb_handle_publish to the
+ *     retirement; its generation changes only at the retirement.
+ *   - A handle is live iff its slot's fiber is non-NULL and its slot's
+ *     generation equals the handle's.  A free slot's generation is the one
+ *     its next handle will get.
+ *   - Every slot that is not live is held by exactly one of: a creator
+ *     (between fb_fiber_alloc and fb_handle_publish), a releaser (between
+ *     the retirement and fb_fiber_free), a descriptor in a worker's cache
+ *     (f->slot), a worker's list of bare slots, the global list.
+ *
+ * The table.  Chunks of FB_HANDLE_CHUNK slots, made on demand, up to
+ * FB_HANDLE_SLOTS (2^24) slots.  A chunk is never freed, so a lookup with
+ * any value (stale, forged, left over from before a fiber_shutdown) reads
+ * only memory that stays valid; the table lives as long as the process,
+ * independent of the runtime: handles made before a fiber_shutdown and a
+ * fiber_init stay stale after them (and the handle of a fiber that exited
+ * unjoined stays joinable).  The chunks are reachable from a static array,
+ * so leak checkers see no leak.  Memory: 32 bytes per slot ever in use at
+ * once, plus a 128 KiB array of chunk pointers (BSS, touched only as far
+ * as chunks exist).
+ *
+ * Free slots and descriptors.  A descriptor keeps its slot while it waits
+ * for reuse, so that one cache serves both: a worker's cache is a LIFO of
+ * released descriptors (up to FB_HANDLE_CACHE), each with its retired
+ * slot, and a create takes one, with a new generation, without a lock.
+ * Besides it, a worker keeps a list of bare slots (without descriptors;
+ * up to FB_HANDLE_CACHE), which it fills from the global list of bare
+ * slots in batches of FB_HANDLE_CACHE / 2 under a spinlock and spills
+ * back to it the same way; a create with no cached descriptor takes a
+ * bare slot and allocates.  A spill of descriptors frees them and gives
+ * their slots to the global list.  A foreign thread uses the global list
+ * directly and allocates and frees its descriptors.
+ *
+ * The caches are indexed by worker id in a static array, not kept in
+ * struct fb_worker, because workers are freed at fiber_shutdown and the
+ * slots of their caches would be lost; worker i of the next runtime finds
+ * the cache of worker i of the last one.  Runtimes never overlap
+ * (fiber_shutdown joins every worker thread before fiber_init can start
+ * new ones), so each cache has one owner at a time.  The cost: the cache
+ * of a worker id the current runtime lacks keeps up to FB_HANDLE_CACHE
+ * descriptors and FB_HANDLE_CACHE bare slots until a runtime with that
+ * many workers comes.
+ *
+ * Alternatives rejected.  A handle that is the descriptor's address, with
+ * a generation kept in the descriptor, cannot be checked once the
+ * descriptor is freed.  Descriptors that are never freed (type-stable
+ * memory) make that check possible but keep the peak number of
+ * descriptors forever, and the join handshake still needs a lock that
+ * outlives the fiber: the slot is that lock, in 32 bytes.  Separate
+ * caches of descriptors and of slots cost a pop and a push more per
+ * create + join.  A generation of 32 bits would wrap after 2^32 fibers in
+ * one slot, which a worker reusing the top of its cache reaches in
+ * minutes; on 64-bit machines the generation has 40 bits, so at ten
+ * million fibers a second through one slot a handle must be kept for over
+ * a day before it could alias a new fiber.
+ *
+ * Memory ordering.  The creator fills the descriptor, then publishes it
+ * with a release store of the slot's fiber; lookups load it with acquire
+ * under the slot lock, so a lookup that finds the fiber sees it filled.
+ * Generation and fiber change only under the slot lock (or before the
+ * chunk is published), so the unlock orders them before the next holder's
+ * reads; they are atomics, read relaxed, only so that a lookup with a
+ * forged handle that runs while a slot changes hands is not a data race.
+ * A slot or descriptor passes between threads only through the global
+ * list, under its lock, or with its fiber (the reaper and the joiner
+ * synchronise on the slot lock).
+ */
+#include <string.h>
+
+#include "sched/sched.h"
+
+/*
+ * Descriptors (and bare slots) per worker cache; a refill or spill moves
+ * half of it.  Picked: as many as the stack cache holds, so that a worker
+ * that creates and joins fibers in bursts of up to 64 takes no lock and
+ * calls no allocator.
+ */
+#define FB_HANDLE_CACHE 64
+#define FB_HANDLE_BATCH (FB_HANDLE_CACHE / 2)
+/* End of a list of slots. */
+#define FB_HANDLE_NONE UINT32_MAX
+
+struct fb_handle_slot
+	*_Atomic fb_handle_chunks[FB_HANDLE_SLOTS / FB_HANDLE_CHUNK];
+
+/* A worker's cache; its owner only. */
+struct handle_cache {
+	struct fb_fiber *fibers; /* released descriptors, via wl_next */
+	uint32_t nr_fibers;
+	uint32_t bare; /* first bare slot (via slot->next), if nr_bare > 0 */
+	uint32_t nr_bare;
+} fb_cacheline_aligned;
+
+static struct handle_cache caches[FB_MAX_WORKERS];
+
+static struct fb_spinlock global_lock;
+static uint32_t global_head = FB_HANDLE_NONE; /* global_lock */
+static uint32_t nr_made; /* slots taken from the table so far; global_lock */
+
+/* The slot at @i, which exists.  Relaxed: the caller got @i through a
+ * list whose lock, or whose owner, already ordered the chunk's
+ * publication. */
+static struct fb_handle_slot *slot_at(uint32_t i)
+{
+	struct fb_handle_slot *c =
+		fb_load_relaxed(&fb_handle_chunks[i >> FB_HANDLE_CHUNK_BITS]);
+
+	return &c[i & (FB_HANDLE_CHUNK - 1)];
+}
+
+/* A slot never used, from a new chunk if needed.  Context: global_lock
+ * held.  Return: false when the table is full or memory is short. */
+static bool take_new_locked(uint32_t *i)
+{
+	struct fb_handle_slot *c;
+
+	if (nr_made == FB_HANDLE_SLOTS)
+		return false;
+	if (nr_made % FB_HANDLE_CHUNK == 0) {
+		c = fb_aligned_alloc(FB_CACHELINE,
+				     FB_HANDLE_CHUNK * sizeof(*c));
+		if (!c)
+			return false;
+		memset(c, 0, FB_HANDLE_CHUNK * sizeof(*c));
+		for (uint32_t k = 0; k < FB_HANDLE_CHUNK; k++)
+			fb_store_relaxed(&c[k].gen, 1);
+		fb_store_release(
+			&fb_handle_chunks[nr_made >> FB_HANDLE_CHUNK_BITS], c);
+	}
+	*i = nr_made++;
+	return true;
+}
+
+/* A bare slot from the global list, else a new one.  Context:
+ * global_lock held. */
+static bool take_global_locked(uint32_t *i)
+{
+	if (global_head == FB_HANDLE_NONE)
+		return take_new_locked(i);
+	*i = global_head;
+	global_head = slot_at(*i)->next;
+	return true;
+}
+
+/* Give the chain of bare slots @first..@last to the global list. */
+static void put_global(uint32_t first, uint32_t last)
+{
+	fb_spin_lock(&global_lock);
+	slot_at(last)->next = global_head;
+	global_head = first;
+	fb_spin_unlock(&global_lock);
+}
+
+static void push_bare(struct handle_cache *c, uint32_t i)
+{
+	slot_at(i)->next = c->bare;
+	c->bare = i;
+	c->nr_bare++;
+}
+
+/* Fill half of @c's empty bare list from the global list.  Return: false
+ * if no slot was left. */
+static bool refill_bare(struct handle_cache *c)
+{
+	uint32_t i;
+
+	fb_spin_lock(&global_lock);
+	while (c->nr_bare < FB_HANDLE_BATCH && take_global_locked(&i))
+		push_bare(c, i);
+	fb_spin_unlock(&global_lock);
+	return c->nr_bare > 0;
+}
+
+/* Move half of @c's full bare list to the global list. */
+static void spill_bare(struct handle_cache *c)
+{
+	uint32_t first = c->bare, last = first;
+
+	for (int n = 1; n < FB_HANDLE_BATCH; n++)
+		last = slot_at(last)->next;
+	c->bare = slot_at(last)->next;
+	c->nr_bare -= FB_HANDLE_BATCH;
+	put_global(first, last);
+}
+
+/* Free half of @c's full list of descriptors; their slots go to the
+ * global list. */
+static fb_noinline void spill_fibers(struct handle_cache *c)
+{
+	uint32_t first = FB_HANDLE_NONE, last = FB_HANDLE_NONE, i;
+	struct fb_fiber *f;
+
+	for (int n = 0; n < FB_HANDLE_BATCH; n++) {
+		f = c->fibers;
+		c->fibers = fb_load_relaxed(&f->wl_next);
+		i = fb_handle_index(f->self);
+		fb_free(f);
+		slot_at(i)->next = first;
+		first = i;
+		if (last == FB_HANDLE_NONE)
+			last = i;
+	}
+	c->nr_fibers -= FB_HANDLE_BATCH;
+	put_global(first, last);
+}
+
+static struct handle_cache *cache_self(void)
+{
+	struct fb_worker *w = fb_worker_self();
+
+	if (!w)
+		return NULL;
+	FB_ASSERT(w->id >= 0 && w->id < FB_MAX_WORKERS);
+	return &caches[w->id];
+}
+
+/* A slot for a new descriptor: a bare one, or the slot of a cached
+ * descriptor, which is freed (a test armed an allocation failure). */
+static bool take_slot(struct handle_cache *c, uint32_t *i)
+{
+	struct fb_fiber *f;
+	bool ok;
+
+	if (!c) {
+		fb_spin_lock(&global_lock);
+		ok = take_global_locked(i);
+		fb_spin_unlock(&global_lock);
+		return ok;
+	}
+	f = c->fibers;
+	if (f) {
+		c->fibers = fb_load_relaxed(&f->wl_next);
+		c->nr_fibers--;
+		*i = fb_handle_index(f->self);
+		fb_free(f);
+		return true;
+	}
+	if (!c->nr_bare && !refill_bare(c))
+		return false;
+	*i = c->bare;
+	c->bare = slot_at(*i)->next;
+	c->nr_bare--;
+	return true;
+}
+
+static void put_slot(struct handle_cache *c, uint32_t i)
+{
+	if (!c) {
+		put_global(i, i);
+		return;
+	}
+	if (c->nr_bare == FB_HANDLE_CACHE)
+		spill_bare(c);
+	push_bare(c, i);
+}
+
+/* Zero @f and give it the free slot @s, whose index is @i. */
+static struct fb_fiber *attach(struct fb_fiber *f, struct fb_handle_slot *s,
+			       uint32_t i)
+{
+	uintptr_t gen = fb_load_relaxed(&s->gen);
+
+	memset(f, 0, sizeof(*f));
+	f->slot = s;
+	f->self = (fiber_t)(gen << FB_HANDLE_INDEX_BITS | i);
+	return f;
+}
+
+/* fb_fiber_alloc with a new descriptor: on a foreign thread (@c NULL),
+ * with no cached descriptor, or while a test arms an allocation failure. */
+static fb_noinline struct fb_fiber *alloc_slow(struct handle_cache *c)
+{
+	struct fb_fiber *f;
+	uint32_t i;
+
+	if (!take_slot(c, &i))
+		return NULL;
+	f = fb_aligned_alloc(FB_CACHELINE, sizeof(*f));
+	if (!f) {
+		put_slot(c, i);
+		return NULL;
+	}
+	return attach(f, slot_at(i), i);
+}
+
+/*
+ * fb_fiber_alloc - a zeroed descriptor with a handle: f->self and f->slot
+ * are set, and the handle stays stale until fb_handle_publish.
+ * Context: any thread (a worker uses its cache, a foreign thread the
+ * global list); may take global_lock; never switches.
+ * Return: the descriptor; NULL when memory is short or FB_HANDLE_SLOTS
+ * fibers exist.
+ */
+struct fb_fiber *fb_fiber_alloc(void)
+{
+	struct handle_cache *c;
+	struct fb_fiber *f;
+
+	/* First, so that nothing is live across the call. */
+	if (fb_unlikely(fb_fault_armed()))
+		return alloc_slow(cache_self());
+	c = cache_self();
+	if (fb_unlikely(!c || !c->fibers))
+		return alloc_slow(c);
+	f = c->fibers;
+	c->fibers = fb_load_relaxed(&f->wl_next);
+	c->nr_fibers--;
+	return attach(f, f->slot, fb_handle_index(f->self));
+}
+
+/* fb_fiber_free on a foreign thread. */
+static fb_noinline void free_foreign(struct fb_fiber *f)
+{
+	uint32_t i = fb_handle_index(f->self);
+
+	fb_free(f);
+	put_global(i, i);
+}
+
+/*
+ * fb_fiber_free - release @f with the slot of its handle, which must be
+ * retired (fb_handle_retire_locked) or never published.  A worker keeps
+ * both in its cache; a foreign thread frees the descriptor.
+ * Context: any thread; may take global_lock; never switches.
+ */
+void fb_fiber_free(struct fb_fiber *f)
+{
+	struct handle_cache *c = cache_self();
+
+	if (fb_unlikely(f->pf.allowed)) {
+		fb_free(f->pf.allowed);
+		f->pf.allowed = NULL;
+	}
+	if (fb_unlikely(!c)) {
+		free_foreign(f);
+		return;
+	}
+	if (fb_unlikely(c->nr_fibers == FB_HANDLE_CACHE))
+		spill_fibers(c);
+	fb_store_relaxed(&f->wl_next, c->fibers);
+	c->fibers = f;
+	c->nr_fibers++;
+}
+
+/*
+ * fb_handle_atfork - the global list's lock is held over a fork() so the
+ * child's copy is whole; in the child the per-worker caches start empty,
+ * since a worker of the parent may have been changing its own at the
+ * fork (what they held stays allocated, unused).
+ */
+void fb_handle_atfork(int phase)
+{
+	if (phase == FB_ATFORK_PREPARE) {
+		fb_spin_lock(&global_lock);
+		return;
+	}
+	if (phase == FB_ATFORK_CHILD)
+		memset(caches, 0, sizeof(caches));
+	fb_spin_unlock(&global_lock);
+}

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * idle.c - a worker's thread: the idle loop that runs fibers, steals
+ * from busy workers, polls for LIBFIBER_IDLE_POLL_US and then sleeps on its
+ * state word (the worker side of the sleep protocol in sched/core.c).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/sanitizer.h"
+#include "sched/sched.h"
+#include "topo/rcu.h"
+
+/* ---- the idle loop ------------------------------------------------------- */
+
+/* steal - take one queued fiber from the busiest worker. */
+static struct fb_fiber *steal(struct fb_worker *w)
+{
+	struct fb_worker *v;
+	struct fb_fiber *got = NULL;
+	struct fb_list *n;
+	struct fb_place_view pv;
+	int vid;
+
+	fb_sched_view_enter(&pv);
+	vid = fb_place_pick_victim(&pv, w->id);
+	fb_sched_view_exit();
+
+	if (vid < 0)
+		return NULL;
+	v = fb_rt->workers[vid];
+	if (!fb_spin_trylock(&v->rq_lock))
+		return NULL;
+	fb_list_for_each (n, &v->rq) {
+		struct fb_fiber *f = fb_list_entry(n, struct fb_fiber, rq_node);
+
+		if (!fb_load_acquire(&f->on_worker) &&
+		    fb_pfiber_allows(&f->pf, w->id)) {
+			fb_list_del(n);
+			atomic_fetch_sub(&v->pw.nr_running, 1);
+			got = f;
+			break;
+		}
+	}
+	fb_spin_unlock(&v->rq_lock);
+	if (got) {
+		fb_spin_lock(&w->rq_lock);
+		fb_nr_running_add_local(w, 1);
+		fb_spin_unlock(&w->rq_lock);
+		FB_COUNT(w, steals);
+	}
+	return got;
+}
+
+static struct fb_fiber *pick_idle(struct fb_worker *w)
+{
+	struct fb_list *n;
+
+	if (fb_load_relaxed(&w->pw.wakelist))
+		fb_sched_drain_wakelist(w);
+	if (!fb_load_relaxed(&w->pw.nr_running))
+		return NULL;
+	fb_spin_lock(&w->rq_lock);
+	n = fb_list_pop(&w->rq);
+	fb_spin_unlock(&w->rq_lock);
+	return n ? fb_list_entry(n, struct fb_fiber, rq_node) : NULL;
+}
+
+static bool quit(struct fb_worker *w)
+{
+	return fb_load_acquire(&fb_rt->stopping) && !fb_worker_has_work(w);
+}
+
+static bool victim_exists(struct fb_worker *w)
+{
+	struct fb_place_view pv;
+	bool yes;
+
+	fb_sched_view_enter(&pv);
+	yes = fb_place_pick_victim(&pv, w->id) >= 0;
+	fb_sched_view_exit();
+	return yes;
+}
+
+/*
+ * idle_wait - nothing to run: poll, then sleep, until work may be there.
+ * Returns with the state RUNNING.
+ */
+static void idle_wait(struct fb_worker *w)
+{
+	uint64_t deadline, next;
+	unsigned int spins = 0;
+
+	/* The PELT clock (base/clock.h); relaxed: placement reads it as a hint. */
+	fb_store_relaxed(&w->pw.idle_stamp, fb_sched_clock());
+	fb_store_seqcst(&w->pw.state, FB_WS_POLLING);
+	deadline = fb_now_ns() + fb_rt->poll_ns;
+	/* Only fibers running here arm timers here: the next deadline cannot
+	 * move earlier while we are idle. */
+	next = fb_timer_next(w);
+	if (next && next < deadline)
+		deadline = next;
+	while (!fb_worker_has_work(w) &&
+	       !(fb_load_relaxed(&w->pw.state) & FB_WS_NEED_RESCHED) &&
+	       !fb_load_relaxed(&fb_rt->stopping)) {
+		if ((spins++ & 63) == 0) {
+			/* Ready fds are work too (sched/netpoll.c). */
+			if (fb_sched_idle_poll(w))
+				break;
+			if (victim_exists(w))
+				break;
+			if (fb_now_ns() >= deadline)
+				goto sleep;
+		}
+		fb_topo_quiescent(w->id);
+		fb_cpu_relax();
+	}
+	FB_COUNT(w, idle_polls_found);
+	goto out;
+sleep:
+	/* futex, or epoll as the poller, until the next timer (sched/netpoll.c);
+	 * publishers of the view stop waiting for us meanwhile (topo/rcu.c) */
+	fb_sched_balance_sleep(w); /* sleeper balancing (sched/balance.c) */
+	fb_topo_worker_sleep(w->id);
+	fb_add(&fb_rt->nr_sleepers, 1);
+	fb_sched_idle_sleep(w);
+	fb_sub(&fb_rt->nr_sleepers, 1);
+	fb_topo_worker_wake(w->id);
+out:
+	fb_store_seqcst(&w->pw.state, FB_WS_RUNNING);
+}
+
+/* The idle loop runs on the thread's own stack; the sanitizers need its
+ * bounds. */
+/*
+ * idle_entry - the wake path's per-LLC state when worker @w runs out of work:
+ * set has_idle_cores when its whole core is idle (doc/scheduler.md 2.2.3), and
+ * refresh the LLC's SIS_UTIL scan depth about once per llc_size ms per worker
+ * (doc/scheduler.md 2.2.1).  The kernel's writer is the LLC level's periodic balance
+ * (fb_place_lb_find), which also runs when no worker goes idle; this one
+ * follows a falling utilisation sooner, when idle workers are what a wakeup's
+ * scan may find.
+ */
+static void idle_entry(struct fb_worker *w)
+{
+	struct fb_place_view v;
+	const struct fb_sched_view *t;
+	uint64_t now;
+
+	fb_sched_view_enter(&v);
+	t = v.topo;
+	if (t) {
+		fb_place_update_idle_core(&v, w->id);
+		now = fb_now_coarse_ns();
+		if (t->sd_llc[w->id] && now >= w->next_sis_refresh_ns) {
+			w->next_sis_refresh_ns =
+				now + (uint64_t)t->llc_size[w->id] * 1000000u;
+			fb_place_update_idle_scan(&v, w->id, t->sd_llc[w->id],
+						  fb_place_llc_util(&v, w->id),
+						  false);
+		}
+	}
+	fb_sched_view_exit();
+}
+
+static void thread_stack(struct fb_worker *w)
+{
+	pthread_attr_t a;
+
+	if (pthread_getattr_np(pthread_self(), &a))
+		return;
+	pthread_attr_getstack(&a, &w->idle_stack, &w->idle_stack_size);
+	pthread_attr_destroy(&a);
+}
+
+void *fb_worker_main(void *arg)
+{
+	struct fb_worker *w = arg;
+	struct fb_fiber *next;
+	sigset_t pipe_set;
+
+	/* A fiber's write to a peer that went away gets EPIPE, never
+	 * SIGPIPE (io/fd.c). */
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+	fb_this_worker_tls = w;
+	fb_topo_worker_online(w->id);
+	thread_stack(w);
+	w->idle_tsan = fb_san_thread_context();
+	fb_guard_worker_start(w);
+	if (fb_rt->params.bind)
+		fb_topo_bind_self(fb_rt->topo, w->id);
+	for (;;) {
+		fb_topo_quiescent(w->id);
+		fb_sched_finish_switch(w);
+		next = pick_idle(w);
+		if (!next && fb_sched_balance_idle(w)) /* sched/balance.c */
+			next = pick_idle(w);
+		if (!next)
+			next = steal(w);
+		if (next) {
+			fb_sched_balance_idle_exit(w);
+			fb_sched_switch_to(w, NULL, next, w->bal.clock_ns);
+			continue;
+		}
+		if (quit(w))
+			break;
+		idle_entry(w);
+		idle_wait(w);
+	}
+	fb_guard_worker_stop(w);
+	fb_topo_worker_offline(w->id);
+	fb_this_worker_tls = NULL;
+	return NULL;
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * netpoll.h - the fd entries of the poller (sched/netpoll.c) as the fd
+ * calls (io/fd.c) use them: every fiber fd call runs inside the entry of
+ * its fd, so that fiber_close() can wake its waiters and wait for it before
+ * the number is given back to the kernel.  The protocol is argued in the
+ * opening comment of sched/netpoll.c; fb_poll_wait_fd() is in sched/sched.h.
+ */
+#ifndef FB_SCHED_POLL_H
+#define FB_SCHED_POLL_H
+
+#include <stdint.h>
+
+#include "base/atomic.h"
+#include "base/common.h"
+#include "base/list.h"
+
+/* fd table: FB_IOFD_CHUNK entries per chunk, allocated on first use. */
+#define FB_IOFD_CHUNK 1024
+#define FB_IOFD_CHUNKS 1024 /* fds below 1M; picked, like a large ulimit */
+
+/* The call word of an entry (struct fb_iofd.calls). */
+#define FB_IOFD_CALLS 0xffffffffull /* calls in progress */
+#define FB_IOFD_CLOSING (1ull << 32)
+#define FB_IOFD_GEN_SHIFT 33 /* generation: fiber_close() calls on the fd */
+
+/* The poller's state of one fd number.  Every fd call writes @calls: one
+ * cache line each, so that calls on neighbouring fds from different
+ * workers do not share one. */
+struct fb_iofd {
+	struct fb_spinlock lock;
+	struct fb_list waiters; /* struct fb_waiter, w.data = events; @lock */
+	_Atomic uint64_t calls; /* FB_IOFD_*: read-modify-writes only,
+				   acquire on enter, release on leave */
+} fb_cacheline_aligned;
+
+/* The chunks; release-stored once each (under the poller's init lock),
+ * freed at shutdown. */
+extern struct fb_iofd *_Atomic fb_iofd_chunks[FB_IOFD_CHUNKS];
+
+/* fb_poll_enter_slow - fb_poll_enter() when the chunk of @fd is missing
+ * or the CAS failed: allocate, retry.  Context and Return: as
+ * fb_poll_enter(). */
+int fb_poll_enter_slow(int fd, struct fb_iofd **d, uint32_t *gen);
+
+/*
+ * fb_poll_enter - start a call on @fd: count it in progress in the entry
+ * of @fd, which is stored in *@d, with the generation it started in (the
+ * number of fiber_close() calls on @fd so far) in *@gen.  Every fd call
+ * passes here: a load and a CAS, the rest is out of line.
+ * Context: any thread; never switches.
+ * Return: 0; EBADF (@fd < 0, or a fiber_close() of @fd is running);
+ * ENOMEM (no memory for the fd table, or @fd beyond it).
+ */
+static inline int fb_poll_enter(int fd, struct fb_iofd **d, uint32_t *gen)
+{
+	unsigned int i = (unsigned int)fd / FB_IOFD_CHUNK;
+	struct fb_iofd *c, *e;
+	uint64_t v;
+
+	if (fb_likely(i < FB_IOFD_CHUNKS) &&
+	    (c = fb_load_acquire(&fb_iofd_chunks[i]))) {
+		e = &c[(unsigned int)fd % FB_IOFD_CHUNK];
+		v = fb_load_relaxed(&e->calls);
+		if (fb_likely(!(v & FB_IOFD_CLOSING)) &&
+		    atomic_compare_exchange_weak_explicit(
+			    &e->calls, &v, v + 1, memory_order_acquire,
+			    memory_order_relaxed)) {
+			*d = e;
+			*gen = (uint32_t)(v >> FB_IOFD_GEN_SHIFT);
+			return 0;
+		}
+	}
+	return fb_poll_enter_slow(fd, d, gen);
+}
+
+/* fb_poll_leave - end the call that fb_poll_enter() started on @d.
+ * Context: any thread; never switches. */
+static inline void fb_poll_leave(struct fb_iofd *d)
+{
+	atomic_fetch_sub_explicit(&d->calls, 1, memory_order_release);
+}
+
+/*
+ * fb_poll_reenter - after fb_poll_leave(), count the call in progress on
+ * @d again, if no fiber_close() ran or runs since it entered in @gen.  A
+ * foreign thread leaves the entry while it blocks in poll(2), so that
+ * fiber_close() does not wait for it.
+ * Context: any thread; never switches.  Return: 0; EBADF (closed).
+ */
+int fb_poll_reenter(struct fb_iofd *d, uint32_t gen);
+/*
+ * fb_poll_close - the poller's half of fiber_close(@fd): wake every call
+ * waiting on @fd with EBADF, drop its epoll registration and wait until no
+ * call is in progress on it; the caller then closes @fd.  Calls that start
+ * meanwhile fail with EBADF.
+ * Context: any thread, outside a call on @fd; a fiber yields and sleeps
+ * while it waits, a thread sched_yields and sleeps.
+ * Return: 0; EBADF (another fiber_close() of @fd is running).
+ */
+int fb_poll_close(int fd);
+
+/*
+ * The poller flag: at most one worker waits in epoll at a time (the
+ * opening comment of netpoll.c).  fb_netpoll_take - take it; false if
+ * another worker holds it (or no poller exists yet).  fb_netpoll_release
+ * - give it back.  fb_netpoll_wait - with the flag held, wait in epoll
+ * for at most @rel (NULL: no limit; zero: just look) and wake the waiters
+ * of the fds that are ready; returns how many events came.
+ * Context: worker @w (sleep.c).
+ */
+struct fb_worker;
+struct timespec;
+bool fb_netpoll_take(void);
+void fb_netpoll_release(void);
+int fb_netpoll_wait(struct fb_worker *w, const struct timespec *rel);
+
+#endif /* FB_SCHED_POLL_H */

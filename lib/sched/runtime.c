@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * runtime.c - the runtime object: made from its parameters (which the
+ * configuration of api/ computes), its worker threads started and stopped,
+ * the shutdown protocol with the abandonment of fibers left blocked, and
+ * what fork() leaves of it in the child.  The public calls that drive it
+ * (fiber_init, fiber_shutdown) are api/runtime.c.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/sanitizer.h"
+#include "sched/sched.h"
+#include "topo/rcu.h"
+
+/* Serialises start, stop and view rebuilds (fb_runtime_lock). */
+static pthread_mutex_t rt_mutex = PTHREAD_MUTEX_INITIALIZER;
+/* Fibers abandoned by fiber_shutdown() (below): never freed. */
+static struct fb_spinlock graveyard_lock;
+static struct fb_list graveyard = FB_LIST_INIT(graveyard); /* live_node */
+
+/* ---- start and stop ------------------------------------------------------ */
+
+static struct fb_worker *worker_new(int id, int node)
+{
+	struct fb_worker *w = fb_aligned_alloc(FB_CACHELINE, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	memset(w, 0, sizeof(*w));
+	w->id = id;
+	w->pw.id = id;
+	w->node = node;
+	fb_list_init(&w->rq);
+	fb_list_init(&w->live);
+	w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(id + 1);
+	fb_sched_balance_worker_init(w);
+	return w;
+}
+
+static void runtime_free(struct fb_runtime *r)
+{
+	for (int i = 0; r->workers && i < r->nr_workers; i++) {
+		struct fb_worker *w = r->workers[i];
+
+		if (!w)
+			continue;
+		fb_stack_cache_drain(&w->stacks);
+		fb_free(w);
+	}
+	fb_stack_pool_drain();
+	fb_topo_view_publish(NULL); /* no reader is left: workers stopped */
+	fb_free(r->workers);
+	fb_free(r->pws);
+	fb_topo_close(r->topo);
+	fb_free(r);
+	fb_poll_fini(); /* the poller (netpoll.c) */
+}
+
+static void stop_workers(int started)
+{
+	fb_store_seqcst(&fb_rt->stopping, true);
+	for (int i = 0; i < started; i++)
+		fb_sched_wake_worker(fb_rt->workers[i], NULL);
+	for (int i = 0; i < started; i++)
+		pthread_join(fb_rt->workers[i]->thread, NULL);
+}
+
+/*
+ * fb_runtime_create - a runtime for @p on @topo (which it owns from now
+ * on, also on failure), its workers made but not started.
+ * Return: 0 and *@out; ENOMEM; the errno of the view's build.
+ */
+int fb_runtime_create(const struct fb_sched_params *p, struct fb_topo *topo,
+		      struct fb_runtime **out)
+{
+	struct fb_runtime *r = fb_calloc(1, sizeof(*r));
+	int rc = ENOMEM;
+
+	if (!r) {
+		fb_topo_close(topo);
+		return ENOMEM;
+	}
+	r->params = *p;
+	r->topo = topo;
+	r->nr_workers = p->nr_workers;
+	r->poll_ns = p->poll_ns;
+	r->workers = fb_calloc((size_t)r->nr_workers, sizeof(*r->workers));
+	r->pws = fb_calloc((size_t)r->nr_workers, sizeof(*r->pws));
+	if (!r->workers || !r->pws)
+		goto fail;
+	for (int i = 0; i < r->nr_workers; i++) {
+		r->workers[i] = worker_new(i, fb_topo_worker_node(r->topo, i));
+		if (!r->workers[i])
+			goto fail;
+		r->pws[i] = &r->workers[i]->pw;
+	}
+	r->view.nr_workers = r->nr_workers;
+	r->view.w = r->pws;
+	r->view.g = &r->g;
+	r->g.blocked_min_ticks = p->blocked_min_ticks;
+	rc = fb_topo_view_rebuild(r->topo, r->nr_workers,
+				  p->features & FB_FEAT_BIT(ASYM_PACKING) ?
+					  FB_VIEW_ASYM_PACKING :
+					  0);
+	if (rc)
+		goto fail;
+	*out = r;
+	return 0;
+fail:
+	runtime_free(r);
+	return rc;
+}
+
+int fb_runtime_start(struct fb_runtime *r)
+{
+	int rc = 0, i;
+
+	fb_rt = r;
+	fb_add(&fb_rt_epoch, 1); /* before any fiber of this runtime exists */
+	fb_store_seqcst(&fb_features_mask, r->params.features);
+	fb_guard_install();
+	for (i = 0; i < r->nr_workers; i++) {
+		rc = pthread_create(&r->workers[i]->thread, NULL,
+				    fb_worker_main, r->workers[i]);
+		if (rc)
+			break;
+	}
+	if (rc) {
+		stop_workers(i);
+		runtime_free(r);
+		fb_rt = NULL;
+		fb_store_seqcst(&fb_features_mask, fb_features_default());
+		return EAGAIN;
+	}
+	fb_runtime_set_facts(r->nr_workers, r->params.stack_size);
+	fb_store_seqcst(&fb_rt_open, true);
+	fb_store_release(&fb_rt_up, true);
+	return 0;
+}
+
+void fb_runtime_lock(void)
+{
+	pthread_mutex_lock(&rt_mutex);
+}
+
+void fb_runtime_unlock(void)
+{
+	pthread_mutex_unlock(&rt_mutex);
+}
+
+/* all_quiet - every worker asleep (futex or epoll) with nothing queued or
+ * handed off.  Armed timers do not count: a fiber that sleeps or waits
+ * with a deadline is blocked like any other. */
+static bool all_quiet(void)
+{
+	for (int i = 0; i < fb_rt->nr_workers; i++) {
+		struct fb_worker *w = fb_rt->workers[i];
+
+		if ((fb_load_seqcst(&w->pw.state) & FB_WS_MASK) <
+			    FB_WS_SLEEPING ||
+		    fb_worker_has_work(w))
+			return false;
+	}
+	return true;
+}
+
+/* ---- fibers left behind --------------------------------------------------- */
+
+/*
+ * Fibers still blocked when fiber_shutdown() stops the workers cannot be
+ * freed: their wait-list entries sit in objects the application owns
+ * (a mutex, a channel...) and a late unlock or post would walk into them.
+ * So they are abandoned: each one's waiter is claimed (ABANDONED, sched/sched.h),
+ * which makes every waker skip it, and the descriptor and stack move to
+ * the graveyard, which nothing frees and the leak checkers can reach.  A
+ * join on such a fiber gives ESHUTDOWN.
+ */
+/* Abandoned fibers named one by one in the report; the rest are counted. */
+#define FB_ABANDON_REPORT_MAX 32
+
+/* describe - what @f waits on, into @buf.  Context: workers stopped. */
+static void describe(const struct fb_fiber *f, char *buf, size_t len)
+{
+	const struct fb_waiter *w = fb_load_relaxed(&f->waiter);
+	int s = fb_load_relaxed(&f->state);
+	uint64_t now = fb_now_ns();
+
+	if ((s != FB_FIBER_PARKED && s != FB_FIBER_PARKING) || !w) {
+		snprintf(buf, len, "runnable, but its worker had stopped");
+		return;
+	}
+	switch (w->kind) {
+	case FB_WAIT_FD:
+		snprintf(buf, len, "waits on fd %d (events 0x%x)",
+			 (int)(intptr_t)w->obj, (unsigned int)w->data);
+		break;
+	case FB_WAIT_SLEEP:
+		snprintf(buf, len, "sleeps");
+		break;
+	case FB_WAIT_JOIN:
+		snprintf(buf, len, "joins fiber %llu",
+			 (unsigned long long)((const struct fb_fiber *)w->obj)
+				 ->id);
+		break;
+	default:
+		snprintf(buf, len, "waits on %s %p", fb_wait_kind_name(w->kind),
+			 w->obj);
+		break;
+	}
+	if (w->deadline != FB_NO_DEADLINE && w->deadline > now) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, len - n, " (%.3f s left)",
+			 (double)(w->deadline - now) / 1e9);
+	}
+}
+
+/* abandon - leave @f behind (see above) and report it.  Context: workers
+ * stopped, the gate closed and no foreign thread inside. */
+static void abandon(struct fb_fiber *f, int nth)
+{
+	struct fb_waiter *w = fb_load_relaxed(&f->waiter), *joiner;
+	int s = fb_load_relaxed(&f->state);
+	char what[160], name[4 * sizeof(f->name) + 1];
+
+	if (nth < FB_ABANDON_REPORT_MAX) {
+		describe(f, what, sizeof(what));
+		fb_escape(name, sizeof(name), f->name, strlen(f->name));
+		fprintf(stderr, "libfiber:   fiber %llu \"%s\": %s\n",
+			(unsigned long long)f->id, name, what);
+	}
+	if ((s == FB_FIBER_PARKED || s == FB_FIBER_PARKING) && w &&
+	    fb_waiter_claim(w, FB_CLAIM_ABANDONED) && w->kind == FB_WAIT_FD)
+		fb_poll_abandon(w);
+	fb_spin_lock(&f->slot->lock);
+	f->abandoned = true;
+	joiner = f->joiner;
+	f->joiner = NULL;
+	fb_spin_unlock(&f->slot->lock);
+	/* A thread joining it would wait for ever: tell it. */
+	if (joiner && !joiner->fiber &&
+	    fb_waiter_claim(joiner, FB_CLAIM_WOKEN)) {
+		joiner->result = ESHUTDOWN;
+		fb_waiter_wake(joiner, 0);
+	}
+}
+
+/* abandon_all - abandon every fiber still in the registry; returns how
+ * many.  Context: as abandon(). */
+static long abandon_all(void)
+{
+	long n = fb_load_relaxed(&fb_rt->nr_live), k = 0;
+
+	if (n <= 0)
+		return 0;
+	fprintf(stderr,
+		"libfiber: fiber_shutdown: %ld fibers still blocked are "
+		"abandoned (their stacks stay allocated):\n",
+		n);
+	fb_spin_lock(&graveyard_lock);
+	for (int i = 0; i < fb_rt->nr_workers; i++) {
+		struct fb_worker *w = fb_rt->workers[i];
+		struct fb_list *node;
+
+		while ((node = fb_list_pop(&w->live))) {
+			abandon(fb_list_entry(node, struct fb_fiber, live_node),
+				(int)k++);
+			fb_list_add_tail(node, &graveyard);
+		}
+	}
+	fb_spin_unlock(&graveyard_lock);
+	if (k > FB_ABANDON_REPORT_MAX)
+		fprintf(stderr, "libfiber:   ... and %ld more\n",
+			k - FB_ABANDON_REPORT_MAX);
+	return k;
+}
+
+/*
+ * fb_runtime_stop - the shutdown protocol of the running runtime:
+ *  1. Let runnable fibers finish: wait until every worker is asleep with
+ *     nothing to run, twice FB_QUIET_NS apart.  Fibers that sleep or wait
+ *     with a deadline count as blocked, so this ends at most about
+ *     2 * FB_QUIET_NS plus the idle poll window after the last runnable
+ *     fiber finished.
+ *  2. Close the gate: creates now fail with ESHUTDOWN; wait until no
+ *     foreign thread is inside (a create that got in has queued its
+ *     fiber, which the workers run in step 3).
+ *  3. Stop the workers: each runs what it has queued, then exits.
+ *  4. Abandon the fibers still blocked (above) and report them.
+ * The caller then frees the runtime (fb_runtime_free_current).
+ */
+#define FB_QUIET_NS (20 * 1000 * 1000ull)
+
+long fb_runtime_stop(void)
+{
+	int quiet = 0;
+
+	while (fb_load_acquire(&fb_rt->nr_live) > 0 && quiet < 2) {
+		quiet = all_quiet() ? quiet + 1 : 0;
+		usleep(quiet ? FB_QUIET_NS / 1000 : 1000);
+	}
+	fb_store_seqcst(&fb_rt_open, false);
+	fb_rt_wait_outside();
+	stop_workers(fb_rt->nr_workers);
+	fb_rt_wait_outside(); /* wakes that raced with the stop */
+	return abandon_all();
+}
+
+void fb_runtime_free_current(void)
+{
+	fb_store_release(&fb_rt_up, false);
+	fb_runtime_set_facts(0, 0);
+	runtime_free(fb_rt);
+	fb_rt = NULL;
+	fb_store_seqcst(&fb_features_mask, fb_features_default());
+}
+
+/*
+ * fork().  The child has one thread, a copy of every structure, and none
+ * of the workers, so the copied runtime can neither run nor be stopped.
+ * The child's handler drops it (kept reachable, never freed: its locks
+ * and lists may be in any state) and resets what the next call needs:
+ * the next call that wants a runtime starts a fresh one, fiber_shutdown()
+ * says ESRCH, and no fiber of the parent ever runs (fb_rt_epoch moves
+ * on).  The calling thread, even if it forked from a fiber, is an
+ * ordinary thread of the child: fiber_self() is NULL, blocking calls
+ * block it, and if the fiber's function returns the child exits with
+ * status 0, as when the last thread of a process ends.  The poller is
+ * closed in the child (the parent's epoll set is shared with it) and the
+ * RCU machinery stops waiting for the parent's readers (topo/rcu.c).  The
+ * prepare handler holds the small process-wide locks (keys, handles,
+ * stack pool) over the fork so that the child's copies are whole.
+ * fork() + exec() and fork() + _exit() cost nothing more.  api/runtime.c
+ * registers the handlers.
+ */
+static struct fb_runtime *forked_away; /* the parents' runtimes */
+
+void fb_runtime_atfork(int phase)
+{
+	if (phase == FB_ATFORK_PREPARE) {
+		fb_stack_atfork(phase);
+		fb_fiber_atfork(phase);
+		fb_handle_atfork(phase);
+		return;
+	}
+	fb_handle_atfork(phase);
+	fb_fiber_atfork(phase);
+	fb_stack_atfork(phase);
+	if (phase != FB_ATFORK_CHILD)
+		return;
+	pthread_mutex_init(&rt_mutex, NULL);
+	fb_store_relaxed(&graveyard_lock.locked, 0);
+	if (fb_rt) {
+		fb_rt->forked_prev = forked_away;
+		forked_away = fb_rt;
+	}
+	fb_rt = NULL;
+	fb_store_relaxed(&fb_rt_open, false);
+	fb_store_relaxed(&fb_rt_up, false);
+	fb_add(&fb_rt_epoch, 1);
+	fb_store_relaxed(&fb_features_mask, fb_features_default());
+	fb_rt_atfork_child();
+	fb_poll_atfork_child();
+	fb_topo_atfork_child();
+}
+
+void fb_sched_fiber_reaped(void)
+{
+	fb_sub(&fb_rt->nr_live, 1);
+}
+
+/*
+ * A feature that changes domain flags (ASYM_PACKING) was switched through
+ * the API: rebuild the domain view and publish it with RCU; readers keep
+ * the old one until their read section ends.
+ */
+void fb_sched_features_changed(uint64_t old, uint64_t mask)
+{
+	uint64_t asym = FB_FEAT_BIT(ASYM_PACKING);
+
+	if (!((old ^ mask) & asym))
+		return;
+	/* A fiber may switch features while fiber_shutdown() holds the
+	 * mutex and waits for that very fiber: never block here.  A switch
+	 * racing with start or shutdown keeps the current view. */
+	if (pthread_mutex_trylock(&rt_mutex))
+		return;
+	if (fb_load_acquire(&fb_rt_up))
+		fb_topo_view_rebuild(fb_rt->topo, fb_rt->nr_workers,
+				     mask & asym ? FB_VIEW_ASYM_PACKING : 0);
+	pthread_mutex_unlock(&rt_mutex);
+}
+
+/* Accessors for api/stats.c. */
+const struct fb_counters *fb_sched_counters(int worker)
+{
+	if (worker < 0)
+		return &fb_rt->foreign;
+	return &fb_rt->workers[worker]->cnt;
+}

@@ -1,0 +1,831 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * sched/sched.h - the fiber core and the scheduler core: fibers, workers, run
+ * queues, wakelists, and the block/wake protocol the sync and I/O layers are
+ * built on.  Dependencies point down: sync, io -> core -> sched -> place ->
+ * topo (doc/design.md 2).  The opening comment of sched/core.c argues the
+ * protocol; doc/design.md 4 summarises it.
+ */
+#ifndef FB_SCHED_H
+#define FB_SCHED_H
+
+#include <fiber.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/clock.h"
+#include "base/common.h"
+#include "base/list.h"
+#include "base/sanitizer.h"
+#include "place/place.h"
+#include "sched/stack.h"
+#include "topo/rcu.h"
+
+struct fb_worker;
+struct fb_waiter;
+
+/*
+ * Fiber states.  Transitions marked (CAS) race with wakers.
+ *   NEW      created, not yet queued; only the creator touches it.
+ *   RUNNABLE on a run queue or a wakelist, or being put on one by exactly one
+ *            waker; owns its stack, may be stolen once on_worker is 0.
+ *   RUNNING  the curr of a worker.
+ *   PARKING  running, but announced (under a wait-list lock) that it will
+ *            park; a waker that finds PARKING turns it back into RUNNING
+ *            (CAS) and the fiber never leaves its worker.
+ *   PARKED   switched out or switching out, on no run queue; the waker that
+ *            CASes PARKED -> RUNNABLE owns the fiber and must place it
+ *            (waiting for on_worker == 0 or using the old worker's wakelist).
+ *   DEAD     returned; its worker frees the stack after leaving it.
+ */
+enum fb_fiber_state {
+	FB_FIBER_NEW,
+	FB_FIBER_RUNNABLE,
+	FB_FIBER_RUNNING,
+	FB_FIBER_PARKING,
+	FB_FIBER_PARKED,
+	FB_FIBER_DEAD,
+};
+
+/* Join states: fb_fiber.join, protected by the lock of the fiber's handle
+ * slot (f->slot->lock). */
+enum { FB_JOINABLE, FB_DETACHED, FB_JOINING, FB_JOINED };
+
+/* A fiber-local value and the key it was set under (api/fiber.c). */
+struct fb_specific {
+	void *value;
+	fiber_key_t key;
+};
+
+struct fb_fiber {
+	void *sp;		/* saved stack pointer; owner worker */
+	_Atomic int state;	/* enum fb_fiber_state */
+	atomic_uint on_worker;	/* 1 while a worker runs or leaves the stack;
+				    release-cleared by that worker */
+	struct fb_list rq_node; /* run queue link, under that rq's lock */
+	struct fb_fiber *_Atomic wl_next; /* wakelist link */
+	struct fb_pfiber pf; /* what placement reads: affinity, prev... */
+
+	struct fb_stack stack;
+	void *(*fn)(void *);
+	void *arg;
+	void *retval;
+
+	fiber_t self;		     /* its handle; set at create */
+	struct fb_handle_slot *slot; /* self's slot; set at create */
+	uint8_t join;		     /* FB_JOINABLE...; handle slot lock */
+	bool exited;		     /* handle slot lock */
+	int live_worker;	     /* set at create, read at reap */
+	struct fb_waiter *joiner;    /* handle slot lock */
+
+	int fd_errno; /* errno of its last failed fd call (fiber_errno);
+			 the fiber itself */
+	uint64_t id;
+	char name[32];
+	struct fb_specific *specific; /* FIBER_KEYS_MAX values, allocated on
+					 first set; the fiber only */
+	uint64_t last_ran_ns;
+	struct fb_list live_node; /* on workers[live_worker]->live, under
+				     its live_lock (debugger registry) */
+	struct fb_san_fiber san; /* base/sanitizer.h; creator and reaper only */
+	/* The wait it is in or was last in (fb_waiter_prepare); its own
+	 * worker writes it, debuggers and the shutdown report read it. */
+	struct fb_waiter *_Atomic waiter;
+	uint64_t epoch; /* fb_rt_epoch at create */
+	bool abandoned; /* left behind by fiber_shutdown; slot->lock */
+};
+
+/*
+ * What a waiter waits on, for fiber dumps and the shutdown report
+ * (fb_waiter.kind; fb_waiter.obj is the object's address, or the fd).
+ * One list, expanded where names are needed.
+ */
+#define FB_WAIT_KINDS(X)                                                       \
+	X(NONE, "nothing")                                                     \
+	X(MUTEX, "mutex")                                                      \
+	X(COND, "cond")                                                        \
+	X(SEM, "sem")                                                          \
+	X(RWLOCK_RD, "rwlock (read)")                                          \
+	X(RWLOCK_WR, "rwlock (write)")                                         \
+	X(BARRIER, "barrier")                                                  \
+	X(ONCE, "once")                                                        \
+	X(CHAN_SEND, "chan send")                                              \
+	X(CHAN_RECV, "chan recv")                                              \
+	X(PIPE_READ, "pipe read")                                              \
+	X(PIPE_WRITE, "pipe write")                                            \
+	X(FD, "fd")                                                            \
+	X(SLEEP, "sleep")                                                      \
+	X(JOIN, "join")
+enum fb_wait_kind {
+#define FB_WAIT_ENUM(name, str) FB_WAIT_##name,
+	FB_WAIT_KINDS(FB_WAIT_ENUM)
+#undef FB_WAIT_ENUM
+};
+/* fb_wait_kind_name - the name of @kind ("mutex", "chan recv"...). */
+const char *fb_wait_kind_name(int kind);
+
+/*
+ * Who ended a wait (fb_waiter.claim).  Exactly one party moves a waiter
+ * out of NONE, with a CAS, and only that party may wake it:
+ *   NONE      waiting; on its object's wait list.
+ *   WOKEN     a waker took it: the waker unlinked it under the object
+ *             lock, stored the outcome (result, data) and woke it.  The
+ *             waiter returns without touching the object again.
+ *   TIMEDOUT  its deadline passed (the timer callback, or a foreign
+ *             thread's own futex timeout).  It is still on the wait list:
+ *             the waiter unlinks itself under the object lock, which is
+ *             why the object cannot be destroyed meanwhile (destroy sees a
+ *             waiter and says EBUSY), and why the timer callback never
+ *             touches the object.
+ *   ABANDONED the runtime that ran the fiber shut down without it
+ *             (sched/runtime.c): it stays linked and is never woken, so a
+ *             late post or unlock is harmless.
+ * A waker that finds a waiter it cannot claim leaves it linked and goes
+ * on to the next one (fb_waitq_pop), so no post or unlock is lost to a
+ * waiter that is leaving.
+ */
+enum {
+	FB_CLAIM_NONE,
+	FB_CLAIM_WOKEN,
+	FB_CLAIM_TIMEDOUT,
+	FB_CLAIM_ABANDONED,
+};
+
+/*
+ * A wait-list entry.  It lives on the waiting caller's stack and serves a
+ * fiber (parks it) or a foreign thread (futex on @futex) alike, so every
+ * sync object works from any thread.
+ *
+ * Protocol for a sync object with lock L and wait list Q:
+ *	lock(L); ...decide to wait...
+ *	fb_waiter_prepare(&w, kind, obj);  // announces PARKING
+ *	fb_list_add_tail(&w.node, &Q);
+ *	fb_waiter_wait(&w, &L);		   // unlocks L, parks, returns unlocked
+ * and a waker:
+ *	lock(L); w = fb_waitq_pop(&Q); w->result = ...; fb_waiter_wake(w, flags);
+ *	unlock(L);
+ * fb_waiter_wake may be called with L held; it never switches.  After it the
+ * waiter may run and its stack frame (w) be gone: the waker must not touch w.
+ * Each waiter is woken exactly once, by whoever claimed it (see above).
+ *
+ * Lifetime rule (every object of sync/ keeps it): a woken waiter never
+ * touches the object again unless it is still counted by the object, so
+ * "last unlock (or close), then destroy and free" is safe as soon as
+ * destroy returns 0.
+ */
+struct fb_waiter {
+	struct fb_list node;	/* on the object's wait list; object lock */
+	struct fb_fiber *fiber; /* NULL for a foreign thread */
+	atomic_uint futex;	/* foreign thread: 0 waiting, 1 woken */
+	_Atomic int claim;	/* FB_CLAIM_*, CAS from NONE once */
+	int result;		/* set by the waker before the wake */
+	uintptr_t data;		/* object specific (rwlock kind, chan slot) */
+	int kind;		/* enum fb_wait_kind; constant */
+	const void *obj;	/* what it waits on; constant */
+	uint64_t deadline;	/* CLOCK_MONOTONIC ns, FB_NO_DEADLINE if none */
+};
+
+/* fb_waiter_claim - take @w for a wake (NONE -> @how).  Returns false if
+ * someone else took it first.  Context: any thread; a waker holds the
+ * object lock. */
+static inline bool fb_waiter_claim(struct fb_waiter *w, int how)
+{
+	int none = FB_CLAIM_NONE;
+
+	return atomic_compare_exchange_strong_explicit(&w->claim, &none, how,
+						       memory_order_acq_rel,
+						       memory_order_acquire);
+}
+
+/*
+ * fb_waitq_pop - unlink and return the first waiter of @q that the caller
+ * could claim (FB_CLAIM_WOKEN), NULL if there is none.  Waiters that are
+ * leaving by themselves (timed out, abandoned) stay linked.
+ * Context: the lock that protects @q held; never switches.
+ */
+static inline struct fb_waiter *fb_waitq_pop(struct fb_list *q)
+{
+	struct fb_list *n;
+
+	fb_list_for_each (n, q) {
+		struct fb_waiter *w =
+			fb_container_of(n, struct fb_waiter, node);
+
+		if (fb_waiter_claim(w, FB_CLAIM_WOKEN)) {
+			fb_list_del(n);
+			return w;
+		}
+	}
+	return NULL;
+}
+
+/* A ping-pong pair handing the worker to each other through runnext
+ * would starve the run queue: after this many hand-offs in a row the
+ * wakee is queued behind the others.  Picked: 64 keeps the queued fibers'
+ * wait under 64 switches (a few us). */
+#define FB_RUNNEXT_STREAK 64
+
+/* Wake flags. */
+#define FB_WF_SYNC 0x1 /* the waker is about to block (hand-off) */
+
+/* fb_waiter_prepare - initialise @w for the caller, waiting on @obj (a
+ * @kind, enum fb_wait_kind) and, for a fiber, announce PARKING.
+ * Context: any thread, with the object lock held. */
+void fb_waiter_prepare(struct fb_waiter *w, int kind, const void *obj);
+/* fb_waiter_wait - release @lock and sleep until fb_waiter_wake(@w).
+ * Context: any thread; parks a fiber, futex-waits a foreign thread.
+ * Returns with @lock released. */
+void fb_waiter_wait(struct fb_waiter *w, struct fb_spinlock *lock);
+/* fb_waiter_wake - wake the owner of @w, which its caller removed from its
+ * wait list.  Context: any thread, any lock; never switches. */
+void fb_waiter_wake(struct fb_waiter *w, unsigned int flags);
+
+/* fb_fiber_wake - make a PARKING or PARKED fiber runnable (see the states).
+ * Returns false if it was not waiting.  Context: any thread; never switches. */
+bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags);
+/* fb_fiber_park - park the calling fiber until fb_fiber_wake; it must have
+ * set PARKING first (fb_waiter_prepare does).  Context: fiber. */
+void fb_fiber_park(void);
+
+/*
+ * Timers (sched/timer.c).  A timer lives in its user's memory (a waiter's
+ * stack frame) and fires @fn once, on the worker whose heap holds it.
+ * States: IDLE, ARMED (in a heap), FIRING (taken out, @fn running), DONE.
+ */
+enum { FB_TIMER_IDLE, FB_TIMER_ARMED, FB_TIMER_FIRING, FB_TIMER_DONE };
+struct fb_timer {
+	uint64_t deadline; /* CLOCK_MONOTONIC ns; constant while armed */
+	void (*fn)(struct fb_timer *t);
+	struct fb_timer *child, *next, *prev; /* pairing heap; heap lock */
+	struct fb_timer_heap *heap;	      /* where it was armed */
+	atomic_uint state; /* FB_TIMER_*; heap lock, DONE with release */
+};
+/* A worker's armed timers.  Any thread arms or cancels (under @lock); the
+ * owner worker fires. */
+struct fb_timer_heap {
+	struct fb_spinlock lock;
+	struct fb_timer *root; /* earliest deadline; @lock */
+	_Atomic uint64_t next; /* root's deadline, 0 if none; written under
+				   @lock, read relaxed by the owner */
+};
+/* A deadline that never comes. */
+#define FB_NO_DEADLINE UINT64_MAX
+/* Scheduling points between two fb_sched_tick() calls of a busy worker
+ * (power of two): picked; a tick costs a clock read and, with no poller,
+ * one epoll_wait(0). */
+#define FB_TICK_SWITCHES 64
+
+/* Counters of one worker (lib/sched/counters.h); owner-written. */
+struct fb_counters {
+#define FB_COUNTER(name, desc) _Atomic uint64_t name;
+#include "sched/counters.h"
+#undef FB_COUNTER
+};
+/* FB_COUNT - count one event on worker @w (NULL: a foreign thread).  A
+ * relaxed load and store, not an atomic add: only the owner writes. */
+#define FB_COUNT(w, name)                                                      \
+	do {                                                                   \
+		if (w)                                                         \
+			fb_store_relaxed(&(w)->cnt.name,                       \
+					 fb_load_relaxed(&(w)->cnt.name) + 1); \
+		else                                                           \
+			fb_count_foreign(offsetof(struct fb_counters, name));  \
+	} while (0)
+void fb_count_foreign(size_t offset);
+
+/* Levels whose balance attempts and pulls are counted per worker. */
+#define FB_BAL_LEVELS 8
+
+/* A worker's load-balancing state (sched/balance.c); owner only unless
+ * said otherwise. */
+struct fb_wbalance {
+	uint64_t clock_ns;     /* last clock read at a tick or an idle edge */
+	uint64_t next_tick_ns; /* next fb_place_tick() */
+	bool busy;	       /* ran fibers since it last went idle */
+	int migrate_to;	       /* active balance: the worker prev_switch
+				   goes to, -1 none */
+	struct fb_fiber *_Atomic push_fiber; /* fiber push_target was asked
+				   for; written by the balancer first */
+	/* Owner-written with fb_write_once: api/stats.c reads them. */
+	uint32_t nr_lb[FB_BAL_LEVELS];	   /* balance attempts per level */
+	uint32_t nr_pulled[FB_BAL_LEVELS]; /* fibers pulled per level */
+	/* ASYM_PACKING's pulls and push requests per level */
+	uint32_t nr_asym[FB_BAL_LEVELS];
+	/* newly-idle balances NI_RANDOM skipped per level */
+	uint32_t nr_ni_skips[FB_BAL_LEVELS];
+};
+
+/*
+ * A worker.  The fields others write (state, wakelist, run queue) sit on
+ * their own cache lines in @pw and below; the rest is owner-only.
+ */
+struct fb_worker {
+	struct fb_pworker pw; /* placement-visible; first member; its first
+				 line holds the wakelist (pw.wakelist) */
+	struct fb_spinlock rq_lock fb_cacheline_aligned;
+	struct fb_list rq; /* rq_lock; FIFO of RUNNABLE fibers */
+	/* Registry of the live fibers created for this worker, for debuggers
+	 * (lib/libfiber-gdb.py): creators add, reapers remove, any thread. */
+	struct fb_spinlock live_lock fb_cacheline_aligned;
+	struct fb_list live; /* live_lock; fb_fiber.live_node */
+	struct fb_timer_heap timers fb_cacheline_aligned; /* sched/timer.c */
+
+	/* owner only from here */
+	int id fb_cacheline_aligned;
+	int node;		      /* NUMA node or -1 */
+	struct fb_fiber *curr;	      /* running fiber, NULL in the idle loop */
+	struct fb_fiber *runnext;     /* RUNNABLE fiber woken by curr on this
+				     worker, runs next; owner only, not in
+				     the rq nor in nr_running */
+	unsigned int runnext_streak;  /* consecutive runnext hand-offs */
+	struct fb_fiber *prev_switch; /* fiber just switched away from */
+	bool migrating;		      /* prev_switch must be placed elsewhere */
+	void *idle_sp;		      /* saved context of the idle loop */
+	void *idle_stack;	      /* the thread's own stack (sanitizers) */
+	size_t idle_stack_size;
+	void *idle_tsan; /* TSan context of the idle loop (base/sanitizer.h) */
+	void *sigstack;	 /* alternate signal stack (sched/guard.c) */
+	pthread_t thread;
+	struct fb_stack_cache stacks;
+	/* Unused: descriptors are cached with their handle slots
+	 * (sched/handle.c); sched/runtime.c still drains the empty list. */
+	uint64_t rng;		      /* per-worker PRNG state */
+	uint64_t next_sis_refresh_ns; /* idle_entry's SIS_UTIL cadence */
+	unsigned int ticks;	/* scheduling points, for fb_sched_tick() */
+	struct fb_wbalance bal; /* sched/balance.c */
+	struct fb_counters cnt;
+};
+
+/*
+ * The calling worker (NULL on a foreign thread) and fiber (NULL outside).
+ * A fiber may resume on another thread after any switch, so the
+ * thread-local must be re-read each time, never cached by the compiler.
+ * On x86-64 an initial-exec TLS read is one %fs-relative load that a
+ * volatile access forces afresh; elsewhere the thread pointer itself could
+ * be kept in a register across a switch, so the read is out of line.
+ */
+extern __thread struct fb_worker *fb_this_worker_tls
+	__attribute__((tls_model("initial-exec")));
+#ifdef __x86_64__
+static inline struct fb_worker *fb_worker_self(void)
+{
+	return *(struct fb_worker *volatile *)&fb_this_worker_tls;
+}
+#else
+struct fb_worker *fb_worker_self_slow(void);
+#define fb_worker_self() fb_worker_self_slow()
+#endif
+struct fb_fiber *fb_current(void);
+/* fb_thread_id - an id of the calling thread for lock ownership, unique
+ * for the life of the process (bit 63 set, so it never equals a fiber id;
+ * a pthread_t can be reused, this cannot).  Context: any thread. */
+uint64_t fb_thread_id(void);
+
+/* fb_sched_select_create - the worker a new fiber @f should start on.
+ * Context: any thread. */
+int fb_sched_select_create(struct fb_fiber *f);
+/* fb_sched_enqueue_new - make NEW fiber @f runnable on worker @t.
+ * Context: any thread; never switches. */
+void fb_sched_enqueue_new(struct fb_fiber *f, int t);
+/* fb_sched_yield - requeue the calling fiber behind the runnable ones.
+ * Returns false if nothing else was runnable (no switch happened). */
+bool fb_sched_yield(void);
+/* fb_sched_migrate - move the calling fiber to the worker placement picks
+ * (after its affinity changed).  Context: fiber; switches. */
+void fb_sched_migrate(void);
+/* fb_sched_exit - end the calling fiber (state DEAD); never returns. */
+void fb_sched_exit(void) __attribute__((noreturn));
+/* Called by a worker once it left a DEAD fiber's stack (api/fiber.c). */
+void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f);
+/* fb_fiber_registry_add - put NEW fiber @f on the live list of worker @t
+ * (api/fiber.c).  Context: any thread; takes that worker's live_lock. */
+void fb_fiber_registry_add(struct fb_fiber *f, int t);
+/* fb_fiber_exit_self - end the calling fiber with @retval: run its key
+ * destructors, then die (api/fiber.c).  Context: a fiber; never returns. */
+void fb_fiber_exit_self(void *retval) __attribute__((noreturn));
+/* fb_fiber_atfork - the key table's lock across fork() (FB_ATFORK_*). */
+void fb_fiber_atfork(int phase);
+/* fb_handle_atfork - the handle table across fork() (sched/handle.c). */
+void fb_handle_atfork(int phase);
+/* fb_poll_atfork_child - the child of fork() forgets the parent's poller:
+ * its epoll set is shared with the parent, its waiters are the parent's
+ * fibers.  Context: the child's only thread. */
+void fb_poll_atfork_child(void);
+/* fb_rt_atfork_child - nobody is inside the gate in the child. */
+void fb_rt_atfork_child(void);
+/* Fiber descriptors with their handles, cached per worker
+ * (sched/handle.c): fb_fiber_alloc returns NULL when memory or handles are
+ * short; fb_fiber_free takes a descriptor whose handle is retired or was
+ * never published.  Context: any thread; never switches. */
+struct fb_fiber *fb_fiber_alloc(void);
+void fb_fiber_free(struct fb_fiber *f);
+
+/*
+ * ---- fiber handles (sched/handle.c, whose opening comment argues them) ----
+ *
+ * A fiber_t is gen << FB_HANDLE_INDEX_BITS | index into a process-wide
+ * table of slots; the slot's lock protects the join handshake, and a
+ * handle whose generation is not its slot's current one is stale.
+ */
+#define FB_HANDLE_INDEX_BITS 24
+#define FB_HANDLE_SLOTS (1u << FB_HANDLE_INDEX_BITS)
+#define FB_HANDLE_GEN_MAX (UINTPTR_MAX >> FB_HANDLE_INDEX_BITS)
+#define FB_HANDLE_CHUNK_BITS 10
+#define FB_HANDLE_CHUNK (1u << FB_HANDLE_CHUNK_BITS) /* slots per chunk */
+
+struct fb_handle_slot {
+	struct fb_spinlock lock;
+	uint32_t next; /* link on a list of bare slots; the list's owner */
+	/* generation of the live handle, or of the next one while free;
+	 * written under @lock (or before the chunk is published) */
+	_Atomic uintptr_t gen;
+	/* the descriptor; release-stored by fb_handle_publish, cleared under
+	 * @lock; NULL while the slot is free or not yet published */
+	struct fb_fiber *_Atomic fiber;
+} __attribute__((aligned(32)));
+
+/* The chunks made so far; release-stored once under the table's lock. */
+extern struct fb_handle_slot
+	*_Atomic fb_handle_chunks[FB_HANDLE_SLOTS / FB_HANDLE_CHUNK];
+
+static inline uint32_t fb_handle_index(fiber_t h)
+{
+	return (uint32_t)((uintptr_t)h & (FB_HANDLE_SLOTS - 1));
+}
+
+static inline uintptr_t fb_handle_gen(fiber_t h)
+{
+	return (uintptr_t)h >> FB_HANDLE_INDEX_BITS;
+}
+
+/* fb_handle_slot - the slot @h's index names, live or not; NULL if no
+ * chunk holds it.  Context: any thread. */
+static inline struct fb_handle_slot *fb_handle_slot(fiber_t h)
+{
+	uint32_t i = fb_handle_index(h);
+	struct fb_handle_slot *c =
+		fb_load_acquire(&fb_handle_chunks[i >> FB_HANDLE_CHUNK_BITS]);
+
+	return c ? &c[i & (FB_HANDLE_CHUNK - 1)] : NULL;
+}
+
+/*
+ * fb_handle_lock - look @h up: lock its slot and return its fiber, with
+ * *@slot set; or return NULL, nothing locked, if @h is not a live handle
+ * (stale, never made, or any other value).
+ * Context: any thread; spins on the slot lock; never switches.
+ */
+static inline struct fb_fiber *fb_handle_lock(fiber_t h,
+					      struct fb_handle_slot **slot)
+{
+	struct fb_handle_slot *s = fb_handle_slot(h);
+	struct fb_fiber *f;
+
+	if (fb_unlikely(!s))
+		return NULL;
+	fb_spin_lock(&s->lock);
+	f = fb_load_acquire(&s->fiber);
+	if (fb_unlikely(!f || fb_load_relaxed(&s->gen) != fb_handle_gen(h))) {
+		fb_spin_unlock(&s->lock);
+		return NULL;
+	}
+	*slot = s;
+	return f;
+}
+
+/* fb_handle_publish - make @f's handle (from fb_fiber_alloc) live, once
+ * @f is filled in.  Context: its creator, before the fiber can run. */
+static inline void fb_handle_publish(struct fb_handle_slot *s,
+				     struct fb_fiber *f)
+{
+	fb_store_release(&s->fiber, f);
+}
+
+/* fb_handle_retire_locked - make the handle of @s stale for good: the
+ * descriptor is about to be released.  The slot goes back with the
+ * descriptor (fb_fiber_free) once its releaser is done with it.
+ * Context: @s->lock held. */
+static inline void fb_handle_retire_locked(struct fb_handle_slot *s)
+{
+	uintptr_t g = fb_load_relaxed(&s->gen);
+
+	fb_store_relaxed(&s->gen, g == FB_HANDLE_GEN_MAX ? 1 : g + 1);
+	fb_store_relaxed(&s->fiber, NULL);
+}
+
+/* Global runtime facts. */
+int fb_runtime_nr_workers(void);
+size_t fb_runtime_stack_size(void);
+int fb_runtime_worker_node(int worker);
+struct fb_worker *fb_runtime_worker(int i);
+
+/* ---- scheduler internals, shared by the files of sched/ ---- */
+
+/* What the configuration (api/) makes of the scheduler: the runtime's
+ * parameters, constant while it runs. */
+struct fb_sched_params {
+	int nr_workers;
+	bool bind;			/* pin workers to PUs (topo/topo.c) */
+	uint64_t poll_ns;		/* idle poll window */
+	size_t stack_size;		/* the default fiber stack */
+	uint64_t features;		/* the initial feature mask */
+	unsigned int blocked_min_ticks; /* blocked-load refresh, in ticks */
+};
+
+/* The running runtime (one per process). */
+struct fb_runtime {
+	int nr_workers;
+	struct fb_worker **workers;
+	struct fb_pworker **pws;
+	struct fb_place_view view;
+	struct fb_topo *topo;
+	struct fb_sched_params params;
+	uint64_t poll_ns;
+	atomic_int nr_sleepers; /* workers asleep in futex or epoll; polling
+				   ones steal by themselves, so a global
+				   count of them would only cost a shared
+				   line per idle cycle */
+	_Atomic long nr_live;	/* fibers created and not yet reaped */
+	atomic_bool stopping;
+	struct fb_counters foreign; /* foreign threads' counters (atomic adds) */
+	struct fb_place_global g;   /* placement's global state */
+	struct fb_runtime *forked_prev; /* sched/runtime.c's fork handling */
+};
+
+extern struct fb_runtime *fb_rt;
+extern atomic_bool fb_rt_up;
+/*
+ * The gate of a running runtime (sched/runtime.c).  fb_rt_open is true from
+ * the end of fiber_init() until fiber_shutdown() has let the runnable
+ * fibers finish: creates are refused (ESHUTDOWN) once it is false.  A
+ * thread that is not a worker brackets every use of fb_rt (a create, a
+ * wake, a statistics read) with fb_rt_enter()/fb_rt_leave(), and shutdown
+ * waits until no such thread is inside before it stops the workers, and
+ * again before it frees the runtime; so a foreign caller either gets in
+ * while the runtime is whole or is refused.  Workers need no gate: the
+ * runtime outlives them.  fb_rt_epoch counts fiber_init() calls; a fiber
+ * of an earlier runtime is never run by a later one.
+ */
+extern atomic_bool fb_rt_open;
+extern _Atomic uint64_t fb_rt_epoch;
+/* fb_rt_enter - a foreign thread enters the runtime; false if the gate is
+ * closed (then it must not touch fb_rt).  Context: a thread that is not a
+ * worker; pair with fb_rt_leave(). */
+bool fb_rt_enter(void);
+void fb_rt_leave(void);
+/* fb_rt_wait_outside - wait until no foreign thread is inside the gate.
+ * Context: fiber_shutdown(), the gate closed. */
+void fb_rt_wait_outside(void);
+/* fb_runtime_set_facts - publish what fb_runtime_nr_workers() and
+ * fb_runtime_stack_size() return (0, 0: no runtime). */
+void fb_runtime_set_facts(int nr_workers, size_t stack_size);
+/* Make sure worker @t notices new work (the IPI replacement).  Context:
+ * any thread; after the seq_cst publication of the work. */
+void fb_sched_wake_worker(struct fb_worker *t, struct fb_worker *this);
+/* Move fibers handed to @w onto its run queue.  Context: owner worker. */
+void fb_sched_drain_wakelist(struct fb_worker *w);
+/* First thing after every switch, on the new stack. */
+void fb_sched_finish_switch(struct fb_worker *w);
+/* Switch from @prev (NULL: the idle loop) to RUNNABLE @next at @now (the
+ * scheduler clock, for load tracking). */
+void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
+			struct fb_fiber *next, uint64_t now);
+/* Entry point of a worker thread (sched/idle.c). */
+void *fb_worker_main(void *arg);
+/* Stack overflow reports (sched/guard.c): the SIGSEGV handler, installed
+ * once from fiber_init, and each worker's alternate signal stack. */
+void fb_guard_install(void);
+void fb_guard_worker_start(struct fb_worker *w);
+void fb_guard_worker_stop(struct fb_worker *w);
+
+/*
+ * fb_sched_view_enter - open an RCU read section on the domain view and fill
+ * @v for a placement decision; fb_sched_view_exit closes it.  Nothing in
+ * between may park or switch.  Context: any thread.
+ */
+static inline void fb_sched_view_enter(struct fb_place_view *v)
+{
+	fb_topo_read_lock();
+	*v = fb_rt->view;
+	v->topo = fb_topo_view_get();
+}
+
+static inline void fb_sched_view_exit(void)
+{
+	fb_topo_read_unlock();
+}
+
+static inline bool fb_worker_has_work(struct fb_worker *w)
+{
+	return fb_load_seqcst(&w->pw.wakelist) ||
+	       fb_load_seqcst(&w->pw.nr_running) > 0;
+}
+
+static inline void fb_nr_running_add_local(struct fb_worker *w, int d)
+{
+	fb_store_relaxed(&w->pw.nr_running,
+			 fb_load_relaxed(&w->pw.nr_running) + d);
+}
+
+/* Test hook: called in the window between a fiber giving up its worker and
+ * the switch that leaves its stack; tests widen that window with it. */
+extern void (*fb_test_switch_hook)(void);
+
+/* Bookkeeping hooks between the layers. */
+void fb_sched_fiber_reaped(void);
+void fb_sched_features_changed(uint64_t old, uint64_t mask);
+/* fb_stats_print_now - fiber_stats_print() without the gate, for
+ * fiber_shutdown() (api/stats.c).  Context: the runtime is up or stopping. */
+int fb_stats_print_now(int fd, int json);
+const struct fb_counters *fb_sched_counters(int worker);
+
+/*
+ * The runtime's life (runtime.c), as api/runtime.c drives it, all under
+ * fb_runtime_lock():
+ * fb_runtime_create - a runtime for @p on @topo (owned from now on, also
+ * on failure), workers made but not running.  Return: 0; ENOMEM; the
+ * errno of the domain view's build.
+ * fb_runtime_start - make @r the running runtime and start its workers.
+ * Return: 0; EAGAIN (no thread; @r is freed).
+ * fb_runtime_stop - the shutdown protocol (runtime.c's comment): let the
+ * runnable fibers finish, close the gate, stop the workers, abandon the
+ * fibers left.  Returns how many were abandoned.  Context: a thread that
+ * is not a worker.
+ * fb_runtime_free_current - free the stopped runtime.
+ * fb_runtime_atfork - the runtime's part of pthread_atfork (FB_ATFORK_*).
+ */
+int fb_runtime_create(const struct fb_sched_params *p, struct fb_topo *topo,
+		      struct fb_runtime **out);
+int fb_runtime_start(struct fb_runtime *r);
+long fb_runtime_stop(void);
+void fb_runtime_free_current(void);
+void fb_runtime_lock(void);
+void fb_runtime_unlock(void);
+void fb_runtime_atfork(int phase);
+
+/* fb_runtime_get - start the runtime with the environment's configuration
+ * if it is not running.  A bad configuration is reported once: after an
+ * EINVAL, later calls return EINVAL without trying (or printing) again
+ * until fiber_init() is called.  Context: any thread; may block on the
+ * start.  Return: 0 or the errno of fiber_init. */
+int fb_runtime_get(void);
+
+/* ---- timers and the poller (sched/timer.c, sched/netpoll.c) ---- */
+
+/* fb_timer_arm - arm @t (deadline and fn set) on worker @w's heap.
+ * Context: any thread, any lock but @w's heap lock; never switches. */
+void fb_timer_arm(struct fb_timer *t, struct fb_worker *w);
+/* fb_timer_cancel - disarm @t, or wait until its running callback has
+ * returned.  Returns true if it was still armed.  Context: any thread that
+ * holds no lock the callback takes. */
+bool fb_timer_cancel(struct fb_timer *t);
+/* fb_timer_run - fire the timers of @w due at @now.  Context: worker @w,
+ * no lock held, not inside a fiber that is switching out. */
+void fb_timer_run(struct fb_worker *w, uint64_t now);
+/* fb_timer_next - @w's earliest deadline, 0 if none.  Context: owner. */
+uint64_t fb_timer_next(struct fb_worker *w);
+/*
+ * fb_waiter_wait_timed - fb_waiter_wait() that gives up at @deadline
+ * (FB_NO_DEADLINE: never).  @w is on a wait list protected by @lock.
+ * Return: w->result as set by the waker, or ETIMEDOUT if the deadline
+ * came first (then @w was taken off the list under @lock).  Returns with
+ * @lock released.  Context: any thread, like fb_waiter_wait().
+ */
+int fb_waiter_wait_timed(struct fb_waiter *w, struct fb_spinlock *lock,
+			 uint64_t deadline);
+/* An absolute CLOCK_MONOTONIC timespec as a deadline; validity check. */
+uint64_t fb_deadline_from_timespec(const struct timespec *abstime);
+bool fb_timespec_valid(const struct timespec *ts);
+
+/* fb_sched_tick - a busy worker's periodic duty: fire due timers and, if
+ * no worker holds the poller, poll epoll without blocking.
+ * Context: worker @w at a scheduling point, after the previous fiber was
+ * released (fb_sched_finish_switch) or while the current one keeps running. */
+void fb_sched_tick(struct fb_worker *w);
+/* Load balancing at the same cadence (sched/balance.c). */
+void fb_sched_balance_tick(struct fb_worker *w);
+static inline void fb_sched_tick_slow(struct fb_worker *w)
+{
+	fb_sched_tick(w);
+	fb_sched_balance_tick(w);
+}
+static inline void fb_sched_tick_maybe(struct fb_worker *w)
+{
+	if (fb_unlikely((++w->ticks & (FB_TICK_SWITCHES - 1)) == 0))
+		fb_sched_tick_slow(w);
+}
+/* fb_sched_idle_poll - an idle (POLLING) worker looks at epoll without
+ * blocking, if no worker is the poller.  Returns true if it woke fibers.
+ * Context: worker @w in its idle loop. */
+bool fb_sched_idle_poll(struct fb_worker *w);
+/* fb_sched_idle_sleep - the sleep of the idle loop (sched/netpoll.c).
+ * Context: worker @w, state POLLING, poll window over. */
+void fb_sched_idle_sleep(struct fb_worker *w);
+/* fb_sched_poll_kick - wake the worker sleeping in epoll (FB_WS_EPOLL).
+ * Context: any thread; after the CAS that set NEED_RESCHED. */
+void fb_sched_poll_kick(void);
+/*
+ * fb_poll_wait_fd - park the calling fiber until @fd reports one of
+ * @events (EPOLLIN, EPOLLOUT...; also ERR/HUP) or @deadline, and store
+ * what was reported in *@revents.
+ * Return: 0; ETIMEDOUT; the errno of epoll_ctl (EPERM: @fd cannot be
+ * polled); ENOMEM; EBADF.  Context: fiber.
+ */
+int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline,
+		    uint32_t *revents);
+/* fb_poll_fini - close the poller; the fd table stays for the process.
+ * Context: shutdown, every worker stopped. */
+void fb_poll_fini(void);
+/* fb_poll_abandon - a fiber parked on fd waiter @w (claimed ABANDONED)
+ * will never run again: take it out of its fd entry, and its call out of
+ * the calls in progress, so that the number works for later calls and a
+ * fiber_close() of it does not wait for ever.  Context: fiber_shutdown(),
+ * workers stopped. */
+void fb_poll_abandon(struct fb_waiter *w);
+
+/* ---- load balancing in the runtime (sched/balance.c) ---- */
+
+/* The tick: at most every FB_TICK_NS a busy worker runs fb_place_tick(). */
+#define FB_TICK_NS 1000000ull
+/* fb_sched_balance_worker_init - starting values of @w's balancing fields.
+ * Context: runtime start, before the worker thread runs. */
+void fb_sched_balance_worker_init(struct fb_worker *w);
+/* fb_sched_balance_idle - @w's run queue is empty: run a pending kick's
+ * sleeper pass and newly-idle balancing.  Return: @w has work.
+ * Context: worker @w in its idle loop, no lock held. */
+bool fb_sched_balance_idle(struct fb_worker *w);
+/* fb_sched_balance_idle_exit - the idle loop of @w found work: avg_idle,
+ * the idle interval's PELT sample, leaving the sleeping mask.
+ * Context: worker @w in its idle loop. */
+void fb_sched_balance_idle_exit(struct fb_worker *w);
+/* fb_sched_balance_sleep - @w's poll window is over and it is about to
+ * sleep: the idle-entry STATS pass (doc/scheduler.md 6.2.4), then
+ * fb_place_sleep_enter() unless it is already in the sleeping mask.
+ * Context: worker @w, POLLING, outside read sections. */
+void fb_sched_balance_sleep(struct fb_worker *w);
+/* fb_sched_balance_push - the running fiber of @w is at a yield and an
+ * active balance asked for it: set w->bal.migrate_to and return true (the
+ * caller migrates it), or drop a request that lapsed.  Context: fiber. */
+bool fb_sched_balance_push(struct fb_worker *w);
+/* fb_sched_balance_migrate_target - where migrate_finish sends @f: the
+ * active-balance destination, or -1 for placement's choice. */
+int fb_sched_balance_migrate_target(struct fb_worker *w, struct fb_fiber *f);
+
+/*
+ * ---- load tracking at scheduling points (sched/balance.c's comment) ----
+ *
+ * A busy worker owns its averages: it brings them up to date at every
+ * switch with one read of the scheduler clock (base/clock.h), without a lock.
+ * The interval since the last update is accounted with the state the
+ * worker has at the switch (nr_running fibers runnable, one running), the
+ * leaving fiber is accounted as running, the arriving one as queued (after
+ * a yield or a balancing pull) or blocked (after a wakeup, which does not
+ * stamp the wakee: see sched/balance.c).  A fiber whose
+ * share sits in another worker's sums, or in none (new, or detached by a
+ * balancer), moves them here on its first run (fb_sched_pelt_attach).
+ */
+void fb_sched_pelt_attach(struct fb_worker *w, struct fb_fiber *f,
+			  uint64_t now);
+
+/* fb_sched_pelt_worker - account @w's interval up to @now; @busy: a fiber
+ * ran during it (else nothing was runnable: fibers queued now arrived at
+ * its end, which is why the worker leaves idle).  Context: @w's averages'
+ * writer (avg_busy, place/place.h). */
+static inline void fb_sched_pelt_worker(struct fb_worker *w, uint64_t now,
+					bool busy)
+{
+	int nr = fb_load_relaxed(&w->pw.nr_running);
+	unsigned n = busy ? (unsigned)FB_MAX(nr, 1) : 0;
+
+	if (fb_unlikely(fb_load_relaxed(&w->pw.removed.nr)))
+		fb_pelt_fold_removed(&w->pw.avg, &w->pw.removed);
+	fb_pelt_update_worker(&w->pw.avg, now, n * FB_PELT_CAPACITY, n, busy);
+}
+
+/* fb_sched_pelt_leave - @prev stops running on @w at @now; @queued: it
+ * stays runnable (a yield) rather than blocking.  Context: owner. */
+static inline void fb_sched_pelt_leave(struct fb_worker *w,
+				       struct fb_fiber *prev, uint64_t now,
+				       bool queued)
+{
+	fb_sched_pelt_worker(w, now, true);
+	fb_pelt_update(&prev->pf.avg, now, prev->pf.weight, true, true);
+	prev->pf.avg_queued = queued;
+	prev->pf.last_ran_ns = now; /* cache hot? doc/scheduler.md 1.6.6 */
+}
+
+/* fb_sched_pelt_enter - @next starts running on @w at @now. */
+static inline void fb_sched_pelt_enter(struct fb_worker *w,
+				       struct fb_fiber *next, uint64_t now)
+{
+	if (fb_unlikely(next->pf.attached != w->id)) {
+		fb_sched_pelt_attach(w, next, now);
+		return;
+	}
+	fb_pelt_update(&next->pf.avg, now, next->pf.weight, next->pf.avg_queued,
+		       false);
+}
+
+#endif /* FB_SCHED_H */

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * timer.c - per-worker timers, timed waits and fiber_sleep().
+ *
+ * Each worker owns a min-heap of armed timers (struct fb_timer_heap in
+ * struct fb_worker), ordered by deadline on CLOCK_MONOTONIC.  A fiber arms
+ * its timer on the heap of the worker it runs on; only that worker fires
+ * the heap: at its scheduling points (fb_sched_tick(), every
+ * FB_TICK_SWITCHES switches) and in its idle loop, whose sleep (futex or
+ * epoll) is bounded by the heap's next deadline.  No worker can miss its
+ * own deadline while idle, and no other worker needs to be told when a
+ * timer is armed: the arming fiber runs on the owner, so the owner is
+ * RUNNING and will look at its heap before it sleeps.
+ *
+ * The heap is a pairing heap: intrusive (a timer lives in the waiter's
+ * stack frame, so arming never allocates and cannot fail), O(1) insert,
+ * O(log n) amortised removal of the minimum or of any node.  A binary heap
+ * would need an array that grows; a timer wheel would need a tick.
+ *
+ * Cancel against fire.  The heap lock is held only to link or unlink a
+ * timer, never while its callback runs, so a callback may take any lock
+ * (lock order: object lock -> heap lock; the callback takes the object
+ * lock with no heap lock held).  A timer is IDLE, ARMED (in the heap),
+ * FIRING (taken out by the owner, callback running) or DONE.  The owner
+ * moves ARMED -> FIRING under the heap lock and stores DONE (release) when
+ * the callback returned; fb_timer_cancel() unlinks an ARMED timer under the
+ * lock, or else waits for DONE.  After cancel the timer's memory is free.
+ *
+ * Timed waits (fb_waiter_wait_timed).  The waiter is on the object's wait
+ * list Q under the object lock L, as in sched/sched.h.  Its deadline and its
+ * wakers race for the waiter's claim word (sched/sched.h): a waker claims it
+ * under L, unlinks it and wakes it; the timer callback claims it
+ * (TIMEDOUT) and only wakes the fiber, without touching the object, so
+ * a timer that fires as the object is destroyed cannot touch freed
+ * memory.  A timed-out waiter is still on Q, which keeps the object
+ * alive (destroy says EBUSY while a waiter is linked, and wakers skip a
+ * waiter they cannot claim); it takes L, unlinks itself and returns
+ * ETIMEDOUT.  The waiter cancels its timer before it returns, which waits
+ * for a running callback, so the frame outlives every use.
+ */
+#include <errno.h>
+#include <time.h>
+
+#include "sched/sched.h"
+
+/* ---- the pairing heap (heap lock held) ------------------------------- */
+
+/* meld - join two heap roots; the later deadline becomes the first child. */
+static struct fb_timer *meld(struct fb_timer *a, struct fb_timer *b)
+{
+	struct fb_timer *t;
+
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	if (b->deadline < a->deadline) {
+		t = a;
+		a = b;
+		b = t;
+	}
+	b->prev = a;
+	b->next = a->child;
+	if (a->child)
+		a->child->prev = b;
+	a->child = b;
+	a->next = NULL;
+	a->prev = NULL;
+	return a;
+}
+
+/* merge_pairs - meld a sibling list: pairs left to right, then the pairs
+ * right to left (the two-pass rule that gives the log bound). */
+static struct fb_timer *merge_pairs(struct fb_timer *t)
+{
+	struct fb_timer *stack = NULL, *a, *b, *rest;
+
+	while (t) {
+		a = t;
+		b = t->next;
+		rest = b ? b->next : NULL;
+		a->next = a->prev = NULL;
+		if (b)
+			b->next = b->prev = NULL;
+		a = meld(a, b);
+		a->next = stack;
+		stack = a;
+		t = rest;
+	}
+	while (stack) {
+		rest = stack->next;
+		stack->next = NULL;
+		t = meld(t, stack);
+		stack = rest;
+	}
+	return t;
+}
+
+static void heap_remove(struct fb_timer_heap *h, struct fb_timer *t)
+{
+	struct fb_timer *sub;
+
+	if (t == h->root) {
+		h->root = merge_pairs(t->child);
+	} else {
+		if (t->prev->child == t)
+			t->prev->child = t->next;
+		else
+			t->prev->next = t->next;
+		if (t->next)
+			t->next->prev = t->prev;
+		sub = merge_pairs(t->child);
+		h->root = meld(h->root, sub);
+	}
+	t->child = t->next = t->prev = NULL;
+}
+
+static void heap_publish(struct fb_timer_heap *h)
+{
+	fb_store_relaxed(&h->next, h->root ? h->root->deadline : 0);
+}
+
+/* ---- arm, cancel, fire ------------------------------------------------- */
+
+void fb_timer_arm(struct fb_timer *t, struct fb_worker *w)
+{
+	struct fb_timer_heap *h = &w->timers;
+
+	t->child = t->next = t->prev = NULL;
+	t->heap = h;
+	fb_spin_lock(&h->lock);
+	fb_store_relaxed(&t->state, FB_TIMER_ARMED);
+	h->root = meld(h->root, t);
+	heap_publish(h);
+	fb_spin_unlock(&h->lock);
+}
+
+bool fb_timer_cancel(struct fb_timer *t)
+{
+	struct fb_timer_heap *h = t->heap;
+	unsigned int spins = 0;
+
+	fb_spin_lock(&h->lock);
+	if (fb_load_relaxed(&t->state) == FB_TIMER_ARMED) {
+		heap_remove(h, t);
+		heap_publish(h);
+		fb_store_relaxed(&t->state, FB_TIMER_DONE);
+		fb_spin_unlock(&h->lock);
+		return true;
+	}
+	fb_spin_unlock(&h->lock);
+	while (fb_load_acquire(&t->state) != FB_TIMER_DONE)
+		if (++spins < 1024)
+			fb_cpu_relax();
+		else
+			sched_yield();
+	return false;
+}
+
+void fb_timer_run(struct fb_worker *w, uint64_t now)
+{
+	struct fb_timer_heap *h = &w->timers;
+	struct fb_timer *t;
+
+	for (;;) {
+		fb_spin_lock(&h->lock);
+		t = h->root;
+		if (!t || t->deadline > now) {
+			fb_spin_unlock(&h->lock);
+			return;
+		}
+		heap_remove(h, t);
+		heap_publish(h);
+		fb_store_relaxed(&t->state, FB_TIMER_FIRING);
+		fb_spin_unlock(&h->lock);
+		t->fn(t);
+		fb_store_release(&t->state, FB_TIMER_DONE);
+		FB_COUNT(w, timers_fired);
+	}
+}
+
+uint64_t fb_timer_next(struct fb_worker *w)
+{
+	return fb_load_relaxed(&w->timers.next);
+}
+
+/* ---- timed waits -------------------------------------------------------- */
+
+struct timed_wait {
+	struct fb_timer timer;
+	struct fb_waiter *w;
+};
+
+static bool queued(const struct fb_waiter *w)
+{
+	return w->node.next != &w->node;
+}
+
+/* expire - the timer side of the race described above. */
+static void expire(struct fb_timer *t)
+{
+	struct timed_wait *tw = fb_container_of(t, struct timed_wait, timer);
+
+	if (fb_waiter_claim(tw->w, FB_CLAIM_TIMEDOUT))
+		fb_waiter_wake(tw->w, 0);
+}
+
+/* leave - a waiter that claimed itself (timed out) takes itself off the
+ * wait list; it is still linked, so the object is alive. */
+static int leave(struct fb_waiter *w, struct fb_spinlock *lock)
+{
+	fb_spin_lock(lock);
+	if (queued(w))
+		fb_list_del(&w->node);
+	fb_spin_unlock(lock);
+	return ETIMEDOUT;
+}
+
+/* The foreign-thread side: futex waits bounded by the deadline. */
+static int wait_thread(struct fb_waiter *w, struct fb_spinlock *lock,
+		       uint64_t deadline)
+{
+	struct timespec rel;
+	uint64_t now, d;
+
+	fb_spin_unlock(lock);
+	while (!fb_load_acquire(&w->futex)) {
+		now = fb_now_ns();
+		if (now >= deadline) {
+			if (fb_waiter_claim(w, FB_CLAIM_TIMEDOUT))
+				return leave(w, lock);
+			/* A waker took it: its wake is on the way. */
+			while (!fb_load_acquire(&w->futex))
+				fb_futex_wait(&w->futex, 0, NULL);
+			break;
+		}
+		d = deadline - now;
+		rel.tv_sec = (time_t)(d / 1000000000u);
+		rel.tv_nsec = (long)(d % 1000000000u);
+		fb_futex_wait(&w->futex, 0, &rel);
+	}
+	return w->result;
+}
+
+int fb_waiter_wait_timed(struct fb_waiter *w, struct fb_spinlock *lock,
+			 uint64_t deadline)
+{
+	struct timed_wait tw;
+	struct fb_worker *self;
+
+	w->deadline = deadline;
+	if (deadline == FB_NO_DEADLINE) {
+		fb_waiter_wait(w, lock);
+		return w->result;
+	}
+	if (fb_now_ns() >= deadline) {
+		/* Nobody can have claimed it: we hold the lock and armed no
+		 * timer. */
+		fb_store_relaxed(&w->claim, FB_CLAIM_TIMEDOUT);
+		fb_list_del(&w->node);
+		if (w->fiber)
+			fb_store_relaxed(&w->fiber->state, FB_FIBER_RUNNING);
+		fb_spin_unlock(lock);
+		return ETIMEDOUT;
+	}
+	if (!w->fiber)
+		return wait_thread(w, lock, deadline);
+	self = fb_worker_self();
+	tw.timer.deadline = deadline;
+	tw.timer.fn = expire;
+	tw.w = w;
+	fb_timer_arm(&tw.timer, self);
+	fb_waiter_wait(w, lock);
+	fb_timer_cancel(&tw.timer);
+	if (fb_load_acquire(&w->claim) == FB_CLAIM_TIMEDOUT)
+		return leave(w, lock);
+	return w->result;
+}
+
+uint64_t fb_deadline_from_timespec(const struct timespec *abstime)
+{
+	if (abstime->tv_sec < 0)
+		return 1;
+	if ((uint64_t)abstime->tv_sec >= UINT64_MAX / 1000000000u - 1)
+		return FB_NO_DEADLINE;
+	return (uint64_t)abstime->tv_sec * 1000000000u +
+	       (uint64_t)abstime->tv_nsec;
+}
+
+bool fb_timespec_valid(const struct timespec *ts)
+{
+	return ts && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000;
+}
+
+/* ---- sleeping ------------------------------------------------------------ */
+
+/*
+ * fiber_sleep - park the calling fiber for at least @ns nanoseconds (0:
+ * just yield).  A foreign thread sleeps with clock_nanosleep.
+ * Context: any thread.
+ */
+void fiber_sleep(uint64_t ns)
+{
+	struct fb_spinlock lock = { 0 };
+	struct fb_list q;
+	struct fb_waiter w;
+	struct timespec ts;
+	uint64_t deadline = fb_now_ns() + ns;
+
+	if (ns > UINT64_MAX / 2)
+		deadline = FB_NO_DEADLINE - 1;
+	if (!fb_current()) {
+		ts.tv_sec = (time_t)(deadline / 1000000000u);
+		ts.tv_nsec = (long)(deadline % 1000000000u);
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
+				       NULL) == EINTR)
+			;
+		return;
+	}
+	if (ns == 0) {
+		fb_sched_yield();
+		return;
+	}
+	fb_list_init(&q);
+	fb_spin_lock(&lock);
+	fb_waiter_prepare(&w, FB_WAIT_SLEEP, NULL);
+	fb_list_add_tail(&w.node, &q);
+	fb_waiter_wait_timed(&w, &lock, deadline);
+}
+
+/* fiber_usleep - fiber_sleep() for @us microseconds.  Context: any thread. */
+void fiber_usleep(unsigned int us)
+{
+	fiber_sleep((uint64_t)us * 1000u);
+}

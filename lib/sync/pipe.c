@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pipe.c - fiber_pipe_t, in-process byte streams with the semantics
+ * of a POSIX pipe.
+ *
+ * A byte ring of @capacity bytes, a queue of blocked readers, a queue of
+ * blocked writers and one flag per end, under one spinlock.
+ *
+ * The hot path is a ping-pong of small messages between two fibers, so a
+ * call takes the spinlock once and wakes at most one waiter there:
+ *   - a reader that finds the ring empty queues with a request (buffer,
+ *     length, bytes done) in w.data; a writer that finds queued readers
+ *     copies straight into their buffers and wakes them, so a woken reader
+ *     returns its count without retaking the lock;
+ *   - a reader that finds bytes copies them out of the ring and, if it
+ *     made room while a writer is queued, wakes that writer.
+ * Readers queue only while the ring is empty, so a writer always serves
+ * them before it fills the ring, and the stream keeps its order.
+ *
+ * A writer that runs out of room queues and, when woken (by a reader that
+ * made room, or by a close), retakes the lock and goes on from where it
+ * stopped; write returns when every byte is in, so concurrent writers may
+ * interleave (there is no PIPE_BUF atomicity).  A writer that finishes
+ * with room left wakes the next queued writer, so a wake is never wasted.
+ *
+ * Wake flags: a writer wakes readers with FB_WF_SYNC.  It hands them the
+ * data and, in the pipe pattern, is about to block itself (on the rest of
+ * its write, or on reading the answer), which is why Linux makes pipe
+ * wakeups synchronous too.  A reader wakes a writer without it: it keeps
+ * running to consume what it read.
+ *
+ * Closing the write end gives EOF (0 bytes) to readers once the ring is
+ * drained and stops writes in progress with EBADF; closing the read end
+ * discards the ring and makes writes fail with EPIPE.  Either close wakes
+ * every waiter, with its outcome, so that none of them touches the pipe
+ * again.
+ *
+ * Lifetime.  A writer woken for room is the one caller that comes back to
+ * the pipe after its wake.  The reader that wakes it counts it in
+ * @retrying, and the writer takes itself off again when it has the lock,
+ * so destroy says EBUSY while a woken writer is on its way back, as it does
+ * while anyone waits.  "Close, destroy, free" is therefore safe as soon as
+ * destroy returns 0.
+ */
+#include "sync/sync.h"
+
+#include <string.h>
+
+/* Default ring size, that of a Linux pipe (16 pages). */
+#define FB_PIPE_DEFAULT_CAPACITY (64 * 1024)
+
+struct fb_pipe {
+	struct fb_spinlock lock; /* guards everything but capacity */
+	bool read_closed;	 /* @lock */
+	bool write_closed;	 /* @lock */
+	size_t capacity;	 /* ring bytes; constant */
+	size_t head;		 /* offset of the oldest byte; @lock */
+	size_t count;		 /* bytes in the ring; @lock */
+	struct fb_list readers;	 /* w.data = struct read_req *; @lock */
+	struct fb_list writers;	 /* queued writers; @lock */
+	unsigned int retrying;	 /* writers woken for room, not back; @lock */
+	unsigned char ring[];	 /* @capacity bytes */
+};
+
+/* A queued reader's request, filled in by the writer that wakes it. */
+struct read_req {
+	unsigned char *buf;
+	size_t len;  /* > 0 */
+	size_t done; /* bytes copied into @buf */
+};
+
+/* Copy up to @len bytes from @src to the tail of the ring; returns how
+ * many fitted.  @p->lock held. */
+static size_t ring_put(struct fb_pipe *p, const unsigned char *src, size_t len)
+{
+	size_t n = FB_MIN(len, p->capacity - p->count);
+	size_t tail = p->head + p->count;
+	size_t first;
+
+	if (tail >= p->capacity) /* head, count < capacity: no division */
+		tail -= p->capacity;
+	first = FB_MIN(n, p->capacity - tail);
+
+	memcpy(p->ring + tail, src, first);
+	memcpy(p->ring, src + first, n - first);
+	p->count += n;
+	return n;
+}
+
+/* Copy up to @len bytes from the head of the ring to @dst; returns how
+ * many.  @p->lock held. */
+static size_t ring_get(struct fb_pipe *p, unsigned char *dst, size_t len)
+{
+	size_t n = FB_MIN(len, p->count);
+	size_t first = FB_MIN(n, p->capacity - p->head);
+
+	memcpy(dst, p->ring + p->head, first);
+	memcpy(dst + first, p->ring, n - first);
+	p->head += n;
+	if (p->head >= p->capacity)
+		p->head -= p->capacity;
+	p->count -= n;
+	return n;
+}
+
+/* Copy from @src straight into queued readers and wake them; returns the
+ * bytes they took.  @p->lock held. */
+static size_t feed_readers(struct fb_pipe *p, const unsigned char *src,
+			   size_t len)
+{
+	struct fb_waiter *w;
+	struct read_req *rq;
+	size_t done = 0, k;
+
+	while (done < len && (w = fb_waitq_pop(&p->readers))) {
+		rq = (struct read_req *)w->data;
+		k = FB_MIN(rq->len, len - done);
+		memcpy(rq->buf, src + done, k);
+		rq->done = k;
+		done += k;
+		w->result = 0;
+		fb_waiter_wake(w, FB_WF_SYNC);
+	}
+	return done;
+}
+
+/* Wake the first queued writer to go on with its write: it will retake
+ * the lock, so it is counted until it does.  @p->lock held. */
+static void wake_writer(struct fb_pipe *p)
+{
+	if (fb_waitq_wake_one(&p->writers, 0, 0))
+		p->retrying++;
+}
+
+/*
+ * fiber_pipe_create - make a pipe that buffers @capacity bytes (0: 64 KiB)
+ * and store it in *@pipe; both ends are open.
+ * Context: any thread.
+ * Return: 0; EINVAL for a NULL @pipe or a @capacity too large to address;
+ * ENOMEM.
+ */
+int fiber_pipe_create(fiber_pipe_t **pipe, size_t capacity)
+{
+	struct fb_pipe *p;
+	size_t bytes;
+
+	if (!pipe)
+		return EINVAL;
+	if (capacity == 0)
+		capacity = FB_PIPE_DEFAULT_CAPACITY;
+	if (__builtin_add_overflow(capacity, sizeof(*p), &bytes))
+		return EINVAL;
+	p = fb_malloc(bytes);
+	if (!p)
+		return ENOMEM;
+	memset(p, 0, sizeof(*p));
+	p->capacity = capacity;
+	fb_list_init(&p->readers);
+	fb_list_init(&p->writers);
+	*pipe = p;
+	return 0;
+}
+
+/*
+ * fiber_pipe_destroy - free @pipe, open or closed, and the bytes left in
+ * it.  Context: any thread; nobody may use @pipe afterwards.
+ * Return: 0; EINVAL for NULL; EBUSY if callers wait on it or a woken
+ * writer has not come back yet (nothing freed).
+ */
+int fiber_pipe_destroy(fiber_pipe_t *pipe)
+{
+	struct fb_pipe *p = pipe;
+	bool busy;
+
+	if (!p)
+		return EINVAL;
+	fb_spin_lock(&p->lock);
+	busy = p->retrying || fb_waitq_busy(&p->readers) ||
+	       fb_waitq_busy(&p->writers);
+	fb_spin_unlock(&p->lock);
+	if (busy)
+		return EBUSY;
+	fb_free(p);
+	return 0;
+}
+
+/*
+ * fiber_pipe_read - read up to @len bytes of @pipe into @buf, waiting
+ * until at least one byte is there or the write end is closed, and store
+ * the count in *@done (0 at end of stream, or when @len is 0).
+ * Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; EINVAL for NULL; EBADF if the read end is closed, before or
+ * while the caller waits (*@done is then 0).
+ */
+static int read_until(fiber_pipe_t *pipe, void *buf, size_t len, size_t *done,
+		      uint64_t deadline)
+{
+	struct fb_pipe *p = pipe;
+	struct read_req rq;
+	struct fb_waiter w;
+	size_t n;
+	int err;
+
+	if (!p || (!buf && len) || !done)
+		return EINVAL;
+	fb_spin_lock(&p->lock);
+	if (fb_unlikely(p->read_closed)) {
+		fb_spin_unlock(&p->lock);
+		*done = 0;
+		return EBADF;
+	}
+	if (p->count || len == 0 || p->write_closed) {
+		n = ring_get(p, buf, len);
+		if (n)
+			wake_writer(p);
+		fb_spin_unlock(&p->lock);
+		*done = n;
+		return 0;
+	}
+	rq.buf = buf;
+	rq.len = len;
+	rq.done = 0;
+	fb_waiter_prepare(&w, FB_WAIT_PIPE_READ, p);
+	w.data = (uintptr_t)&rq;
+	fb_list_add_tail(&w.node, &p->readers);
+	err = fb_waiter_wait_timed(&w, &p->lock, deadline);
+	*done = rq.done;
+	return err;
+}
+
+int fiber_pipe_read(fiber_pipe_t *pipe, void *buf, size_t len, size_t *done)
+{
+	return read_until(pipe, buf, len, done, FB_NO_DEADLINE);
+}
+
+/*
+ * fiber_pipe_timedread - fiber_pipe_read() that gives up at @abstime
+ * (CLOCK_MONOTONIC) if no byte came.
+ * Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; ETIMEDOUT (*@done is 0); EINVAL for NULL or a bad @abstime;
+ * EBADF if the read end is closed.
+ */
+int fiber_pipe_timedread(fiber_pipe_t *pipe, void *buf, size_t len,
+			 size_t *done, const struct timespec *abstime)
+{
+	if (!fb_timespec_valid(abstime))
+		return EINVAL;
+	return read_until(pipe, buf, len, done,
+			  fb_deadline_from_timespec(abstime));
+}
+
+/*
+ * fiber_pipe_write - write the @len bytes at @buf into @pipe, waiting for
+ * room as needed, and store in *@done how many got in (all of them on
+ * success).
+ * Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; EINVAL for NULL; EPIPE if the read end is closed, before or
+ * while the caller waits; EBADF if the write end is.
+ */
+static int write_until(fiber_pipe_t *pipe, const void *buf, size_t len,
+		       size_t *done, uint64_t deadline)
+{
+	struct fb_pipe *p = pipe;
+	const unsigned char *src = buf;
+	struct fb_waiter w;
+	size_t n = 0;
+	int err = 0;
+
+	if (!p || (!buf && len) || !done)
+		return EINVAL;
+	fb_spin_lock(&p->lock);
+	for (;;) {
+		if (fb_unlikely(p->write_closed || p->read_closed)) {
+			err = p->write_closed ? EBADF : EPIPE;
+			break;
+		}
+		if (!fb_list_empty(&p->readers))
+			n += feed_readers(p, src + n, len - n);
+		if (n < len)
+			n += ring_put(p, src + n, len - n);
+		if (n == len) {
+			if (p->count < p->capacity)
+				wake_writer(p);
+			break;
+		}
+		fb_waiter_prepare(&w, FB_WAIT_PIPE_WRITE, p);
+		fb_list_add_tail(&w.node, &p->writers);
+		err = fb_waiter_wait_timed(&w, &p->lock, deadline);
+		if (err) { /* timed out, or a close woke us: not counted */
+			*done = n;
+			return err;
+		}
+		fb_spin_lock(&p->lock);
+		p->retrying--;
+	}
+	fb_spin_unlock(&p->lock);
+	*done = n;
+	return err;
+}
+
+int fiber_pipe_write(fiber_pipe_t *pipe, const void *buf, size_t len,
+		     size_t *done)
+{
+	return write_until(pipe, buf, len, done, FB_NO_DEADLINE);
+}
+
+/*
+ * fiber_pipe_timedwrite - fiber_pipe_write() that gives up at @abstime
+ * (CLOCK_MONOTONIC), with *@done telling how many bytes got in.
+ * Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; ETIMEDOUT; EINVAL for NULL or a bad @abstime; EPIPE; EBADF.
+ */
+int fiber_pipe_timedwrite(fiber_pipe_t *pipe, const void *buf, size_t len,
+			  size_t *done, const struct timespec *abstime)
+{
+	if (!fb_timespec_valid(abstime))
+		return EINVAL;
+	return write_until(pipe, buf, len, done,
+			   fb_deadline_from_timespec(abstime));
+}
+
+/*
+ * fiber_pipe_close_read - close the read end of @pipe: discard what it
+ * holds, wake waiting readers with EBADF and make writes fail with EPIPE.
+ * Context: any thread; never switches.
+ * Return: 0; EINVAL for NULL; EBADF if it was closed already.
+ */
+int fiber_pipe_close_read(fiber_pipe_t *pipe)
+{
+	struct fb_pipe *p = pipe;
+
+	if (!p)
+		return EINVAL;
+	fb_spin_lock(&p->lock);
+	if (p->read_closed) {
+		fb_spin_unlock(&p->lock);
+		return EBADF;
+	}
+	p->read_closed = true;
+	p->head = 0;
+	p->count = 0;
+	/* Under the lock: timed waiters (sched/timer.c). */
+	fb_waitq_wake_all(&p->readers, EBADF, 0);
+	fb_waitq_wake_all(&p->writers, EPIPE, 0);
+	fb_spin_unlock(&p->lock);
+	return 0;
+}
+
+/*
+ * fiber_pipe_close_write - close the write end of @pipe: readers get EOF
+ * once the buffered bytes are read, and writes in progress stop with
+ * EBADF.  Context: any thread; never switches.
+ * Return: 0; EINVAL for NULL; EBADF if it was closed already.
+ */
+int fiber_pipe_close_write(fiber_pipe_t *pipe)
+{
+	struct fb_pipe *p = pipe;
+
+	if (!p)
+		return EINVAL;
+	fb_spin_lock(&p->lock);
+	if (p->write_closed) {
+		fb_spin_unlock(&p->lock);
+		return EBADF;
+	}
+	p->write_closed = true;
+	/* Queued readers imply an empty ring: they get EOF. */
+	fb_waitq_wake_all(&p->readers, 0, 0);
+	fb_waitq_wake_all(&p->writers, EBADF, 0);
+	fb_spin_unlock(&p->lock);
+	return 0;
+}
