@@ -175,7 +175,15 @@ static bool child_preload(const char **path)
 	if (!lm->l_name || !*lm->l_name || strpbrk(lm->l_name, " :"))
 		return false;
 #if FB_SANITIZED
-	return dlsym(RTLD_DEFAULT, "fiber_init") == (void *)fiber_init;
+	{
+		/* Is the libfiber the program loaded this object?  Asked by
+		 * name, so that topo/ needs no symbol of the layers above. */
+		void *api = dlsym(RTLD_DEFAULT, "fiber_version");
+		Dl_info api_info;
+
+		return api && dladdr(api, &api_info) &&
+		       api_info.dli_fbase == info.dli_fbase;
+	}
 #else
 	*path = lm->l_name;
 	return true;
