@@ -1,11 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# test-static-link.sh BUILD_ROOT CC - a program linked with libfiber.a
+# test-static-link.sh BUILD_ROOT CC [FLAGS] - a program linked with libfiber.a
 # through `pkg-config --static` (the uninstalled .pc meson writes) builds
 # and runs, and needs no libfiber.so.  Exit 77 (skip) without pkg-config.
 set -u
 build=$1
 cc=$2
+extra=${3:-} # the build's -fsanitize=..., which the archive needs
 command -v pkg-config >/dev/null 2>&1 || { echo "SKIP: no pkg-config"; exit 77; }
 export PKG_CONFIG_PATH="$build/meson-uninstalled${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 # The uninstalled .pc of meson also puts lib/ on the include path, which
@@ -29,7 +30,7 @@ int main(void)
 }
 EOM
 # shellcheck disable=SC2086
-$cc -o "$dir/hello" "$dir/hello.c" $flags || { echo "FAIL: link: $cc ... $flags"; exit 1; }
+$cc $extra -o "$dir/hello" "$dir/hello.c" $flags || { echo "FAIL: link: $cc ... $flags"; exit 1; }
 if ldd "$dir/hello" | grep -q libfiber; then
 	echo "FAIL: linked against libfiber.so"
 	exit 1
