@@ -151,6 +151,60 @@ static void test_mutex_errors_trylock_eperm_edeadlk_ebusy(void **state)
 	runtime_stop();
 }
 
+/* A fiber that exits holding a lock, then fibers created after it, which
+ * may get its recycled descriptor: none of them owns the lock. */
+static fiber_mutex_t dead_lock = FIBER_MUTEX_INITIALIZER;
+static fiber_rwlock_t dead_rw = FIBER_RWLOCK_INITIALIZER;
+static atomic_int dead_errors;
+
+static void *take_and_die(void *arg)
+{
+	(void)arg;
+	if (fiber_mutex_lock(&dead_lock) || fiber_rwlock_wrlock(&dead_rw))
+		atomic_fetch_add(&dead_errors, 1);
+	return NULL; /* exits holding both: a misuse */
+}
+
+static void *not_the_owner(void *arg)
+{
+	(void)arg;
+	if (fiber_mutex_unlock(&dead_lock) != EPERM ||
+	    fiber_mutex_trylock(&dead_lock) != EBUSY ||
+	    fiber_rwlock_unlock(&dead_rw) != EPERM ||
+	    fiber_rwlock_trywrlock(&dead_rw) != EBUSY)
+		atomic_fetch_add(&dead_errors, 1);
+	return NULL;
+}
+
+/* Creates and joins from a fiber, so that a joined descriptor goes to the
+ * worker's cache and the next create takes it back. */
+static void *recycle_driver(void *arg)
+{
+	fiber_t f;
+
+	(void)arg;
+	if (fiber_create(&f, NULL, take_and_die, NULL) || fiber_join(f, NULL))
+		atomic_fetch_add(&dead_errors, 1);
+	for (int i = 0; i < 8; i++)
+		if (fiber_create(&f, NULL, not_the_owner, NULL) ||
+		    fiber_join(f, NULL))
+			atomic_fetch_add(&dead_errors, 1);
+	return NULL;
+}
+
+static void test_mutex_owner_is_not_inherited_by_a_new_fiber(void **state)
+{
+	fiber_t *f;
+
+	(void)state;
+	atomic_store(&dead_errors, 0);
+	runtime_start(1);
+	f = spawn(1, TEST_STACK, recycle_driver);
+	join_all(f, 1);
+	runtime_stop();
+	assert_int_equal(atomic_load(&dead_errors), 0);
+}
+
 /* ---- condition variable ---- */
 
 /* The issue's 10,000; under TSan each fiber carries a heavy shadow
@@ -739,6 +793,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		TEST(test_mutex_counter_exact_on_1_to_4_workers),
 		TEST(test_mutex_errors_trylock_eperm_edeadlk_ebusy),
+		TEST(test_mutex_owner_is_not_inherited_by_a_new_fiber),
 		TEST(test_cond_broadcast_wakes_10000_fibers),
 		TEST(test_cond_signal_wakes_a_waiter_per_token),
 		TEST(test_cond_wait_without_mutex_is_eperm),
