@@ -40,58 +40,314 @@ void bench_bad_arg(const char *opt, const char *val, const char *expected)
 	exit(2);
 }
 
-unsigned long bench_parse_count(const char *opt, const char *val,
-				unsigned long max)
+unsigned long bench_parse_ulong(const char *opt, const char *val,
+				unsigned long min, unsigned long max)
 {
-	char expected[64];
+	char expected[80];
 	unsigned long v;
 	char *end;
 
-	snprintf(expected, sizeof(expected), "a whole number from 1 to %lu",
-		 max);
+	snprintf(expected, sizeof(expected), "a whole number from %lu to %lu",
+		 min, max);
 	if (*val < '0' || *val > '9')
 		bench_bad_arg(opt, val, expected);
 	errno = 0;
 	v = strtoul(val, &end, 10);
-	if (errno || *end || !v || v > max)
+	if (errno || *end || v < min || v > max)
 		bench_bad_arg(opt, val, expected);
 	return v;
 }
 
-void bench_getopt(int argc, char **argv, const struct option *opts, int help,
-		  const char *usage,
-		  void (*one)(void *ctx, int c, const char *val), void *ctx)
+/*
+ * The command line.  Long options get getopt_long values from OPT_BASE up
+ * (OPT_BASE + index in the table); short options are looked up in the
+ * table.  -h/--help is added to every program's table here.
+ */
+#define OPT_BASE 256
+#define OPT_HELP (OPT_BASE - 1)
+#define HELP_COLUMN 24
+
+const char *const bench_format_names[] = { "table", "compat", "json", NULL };
+
+/* The option's name for messages, as it was given: "--groups" or "-g". */
+static const char *opt_name(const struct bench_opt *o, bool as_long, char *buf,
+			    size_t len)
+{
+	if (as_long)
+		snprintf(buf, len, "--%s", o->long_name);
+	else
+		snprintf(buf, len, "-%c", o->short_name);
+	return buf;
+}
+
+static bool takes_value(const struct bench_opt *o)
+{
+	return o->metavar != NULL;
+}
+
+static void choices_text(const struct bench_opt *o, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; o->choices[i] && n < len; i++)
+		n += snprintf(buf + n, len - n, "%s'%s'", i ? ", " : "",
+			      o->choices[i]);
+}
+
+static void set_choice(const struct bench_opt *o, const char *name,
+		       const char *val)
+{
+	char expected[128];
+
+	for (int i = 0; o->choices[i]; i++) {
+		if (!strcmp(o->choices[i], val)) {
+			*(int *)o->target = i;
+			return;
+		}
+	}
+	choices_text(o, expected, sizeof(expected));
+	bench_bad_arg(name, val, expected);
+}
+
+/* set_option - give the variable of @o the value @val; @as_long: the
+ * option was given by its long name. */
+static void set_option(const struct bench_opt *o, bool as_long, const char *val)
+{
+	char buf[64];
+	const char *name = opt_name(o, as_long, buf, sizeof(buf));
+
+	if (o->given)
+		*o->given = true;
+	switch (o->kind) {
+	case BENCH_ARG_FLAG:
+		*(bool *)o->target = true;
+		break;
+	case BENCH_ARG_UINT:
+		*(unsigned int *)o->target =
+			bench_parse_ulong(name, val, o->min, o->max);
+		break;
+	case BENCH_ARG_ULONG:
+		*(unsigned long *)o->target =
+			bench_parse_ulong(name, val, o->min, o->max);
+		break;
+	case BENCH_ARG_STR:
+		*(const char **)o->target = val;
+		break;
+	case BENCH_ARG_CHOICE:
+		set_choice(o, name, val);
+		break;
+	case BENCH_ARG_IGNORED:
+		fprintf(stderr, "%s: note: %s ignored: %s\n", bench_name, name,
+			o->help);
+		break;
+	case BENCH_ARG_REFUSED:
+		fprintf(stderr, "%s: %s is not supported: %s\n", bench_name,
+			name, o->help);
+		exit(2);
+	}
+}
+
+/* The default shown in --help: the variable's value before parsing. */
+static void default_text(const struct bench_opt *o, char *buf, size_t len)
+{
+	unsigned long v = 0;
+
+	buf[0] = '\0';
+	if (strstr(o->help, "(default"))
+		return;
+	switch (o->kind) {
+	case BENCH_ARG_UINT:
+		v = *(unsigned int *)o->target;
+		break;
+	case BENCH_ARG_ULONG:
+		v = *(unsigned long *)o->target;
+		break;
+	case BENCH_ARG_CHOICE:
+		snprintf(buf, len, "(default %s)",
+			 o->choices[*(int *)o->target]);
+		return;
+	case BENCH_ARG_STR:
+		if (*(const char **)o->target)
+			snprintf(buf, len, "(default %s)",
+				 *(const char **)o->target);
+		return;
+	default:
+		return;
+	}
+	snprintf(buf, len, "(default %lu)", v);
+}
+
+/* One option in --help: "  -g, --groups G" then its help, wrapped. */
+static void help_option(const struct bench_opt *o)
+{
+	char head[96], def[96];
+	const char *line, *nl;
+	int n = 0, col;
+
+	n += snprintf(head + n, sizeof(head) - n, "  ");
+	if (o->short_name)
+		n += snprintf(head + n, sizeof(head) - n, "-%c%s",
+			      o->short_name, o->long_name ? ", " : "");
+	else
+		n += snprintf(head + n, sizeof(head) - n, "    ");
+	if (o->long_name)
+		n += snprintf(head + n, sizeof(head) - n, "--%s", o->long_name);
+	if (takes_value(o))
+		snprintf(head + n, sizeof(head) - n, " %s", o->metavar);
+	fputs(head, stdout);
+	col = (int)strlen(head);
+	if (col > HELP_COLUMN - 2) {
+		putchar('\n');
+		col = 0;
+	}
+	default_text(o, def, sizeof(def));
+	for (line = o->help; line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		printf("%*s%.*s", HELP_COLUMN - col, "",
+		       nl ? (int)(nl - line) : (int)strlen(line), line);
+		col = HELP_COLUMN + (nl ? (int)(nl - line) : (int)strlen(line));
+		if (nl) {
+			putchar('\n');
+			col = 0;
+		}
+	}
+	if (*def) {
+		if (col + 1 + (int)strlen(def) > 79)
+			printf("\n%*s%s", HELP_COLUMN, "", def);
+		else
+			printf(" %s", def);
+	}
+	putchar('\n');
+}
+
+static void print_help(const struct bench_opt *opts, size_t nr,
+		       const char *intro, const char *outro)
+{
+	static const struct bench_opt help = { .short_name = 'h',
+					       .long_name = "help",
+					       .help = "this text" };
+	bool other = false;
+	size_t i;
+
+	printf("Usage: %s [OPTION]...\n%s\n", bench_name, intro);
+	for (i = 0; i < nr; i++)
+		if (opts[i].kind != BENCH_ARG_REFUSED)
+			help_option(&opts[i]);
+	help_option(&help);
+	for (i = 0; i < nr; i++) {
+		if (opts[i].kind != BENCH_ARG_REFUSED)
+			continue;
+		if (!other)
+			printf("\nOptions of the original tool that this one "
+			       "does not have (exit 2):\n");
+		other = true;
+		help_option(&opts[i]);
+	}
+	if (outro && *outro)
+		printf("\n%s", outro);
+	exit(0);
+}
+
+/* The getopt_long tables of @opts: ":h" then each short name. */
+static void build_getopt(const struct bench_opt *opts, size_t nr, char *shorts,
+			 struct option *longs)
+{
+	size_t i, s = 0, l = 0;
+
+	shorts[s++] = ':';
+	shorts[s++] = 'h';
+	for (i = 0; i < nr; i++) {
+		if (opts[i].short_name) {
+			shorts[s++] = (char)opts[i].short_name;
+			if (takes_value(&opts[i]))
+				shorts[s++] = ':';
+		}
+		if (opts[i].long_name)
+			longs[l++] =
+				(struct option){ opts[i].long_name,
+						 takes_value(&opts[i]) ?
+							 required_argument :
+							 no_argument,
+						 NULL, OPT_BASE + (int)i };
+	}
+	shorts[s] = '\0';
+	longs[l++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
+	longs[l] = (struct option){ NULL, 0, NULL, 0 };
+}
+
+static const struct bench_opt *find_short(const struct bench_opt *opts,
+					  size_t nr, int c)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (opts[i].short_name == c)
+			return &opts[i];
+	return NULL;
+}
+
+static void bad_option(int c, char **argv)
 {
 	char shortopt[3] = "-?";
 	const char *what;
+
+	/* An unknown short option ("-x4") leaves optind on its word until
+	 * the word is used up: name it by optopt. */
+	what = argv[optind - 1];
+	if (optopt > 0 && optopt < 128 && strncmp(what, "--", 2)) {
+		shortopt[1] = (char)optopt;
+		what = shortopt;
+	}
+	fprintf(stderr, "%s: %s '%s'\nTry '%s --help'.\n", bench_name,
+		c == ':' ? "missing value for" : "unknown option", what,
+		bench_name);
+	exit(2);
+}
+
+/* getopt_long's tables while bench_parse() runs: file-scope, so that the
+ * exits on the way (--help, a bad option) leave nothing unreachable. */
+static struct option *opt_longs;
+static char *opt_shorts;
+
+void bench_parse(int argc, char **argv, const struct bench_opt *opts, size_t nr,
+		 const char *intro, const char *outro)
+{
+	const struct bench_opt *o;
 	int c;
 
+	opt_longs = calloc(nr + 2, sizeof(*opt_longs));
+	opt_shorts = malloc(2 * nr + 3);
+	if (!opt_longs || !opt_shorts)
+		bench_die("out of memory for the option tables");
+	build_getopt(opts, nr, opt_shorts, opt_longs);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-		if (c == help) {
-			fputs(usage, stdout);
-			exit(0);
-		}
-		if (c != ':' && c != '?') {
-			one(ctx, c, optarg);
-			continue;
-		}
-		/* An unknown short option ("-g4") leaves optind on its
-		 * word until the word is used up: name it by optopt. */
-		what = argv[optind - 1];
-		if (c == '?' && optopt > 0 && optopt < 128) {
-			shortopt[1] = (char)optopt;
-			what = shortopt;
-		}
-		fprintf(stderr, "%s: %s '%s'\nTry '%s --help'.\n", bench_name,
-			c == ':' ? "missing value for" : "unknown option", what,
-			bench_name);
-		exit(2);
+	while ((c = getopt_long(argc, argv, opt_shorts, opt_longs, NULL)) !=
+	       -1) {
+		if (c == 'h' || c == OPT_HELP)
+			print_help(opts, nr, intro, outro);
+		if (c == ':' || c == '?')
+			bad_option(c, argv);
+		o = c >= OPT_BASE ? &opts[c - OPT_BASE] :
+				    find_short(opts, nr, c);
+		set_option(o, c >= OPT_BASE, optarg);
 	}
 	if (optind < argc) {
 		fprintf(stderr, "%s: unexpected argument '%s'\n", bench_name,
 			argv[optind]);
 		exit(2);
+	}
+	free(opt_longs);
+	free(opt_shorts);
+	opt_longs = NULL;
+	opt_shorts = NULL;
+}
+
+void bench_common_finish(struct bench_common *c, bool other_mode)
+{
+	if (c->json)
+		c->format = BENCH_FORMAT_JSON;
+	if (!c->fibers && !c->threads && !other_mode) {
+		c->fibers = true;
+		c->threads = c->format != BENCH_FORMAT_COMPAT;
 	}
 }
 

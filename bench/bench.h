@@ -7,6 +7,8 @@
 #ifndef BENCH_H
 #define BENCH_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Each program defines its name; messages start with it. */
@@ -24,23 +26,157 @@ void bench_bad_arg(const char *opt, const char *val, const char *expected)
 	__attribute__((noreturn));
 
 /*
- * bench_parse_count - parse @val, the value of option @opt, as a whole
- * number from 1 to @max (decimal digits only).  Exits through
+ * bench_parse_ulong - parse @val, the value of option @opt, as a whole
+ * number from @min to @max (decimal digits only).  Exits through
  * bench_bad_arg() when it is anything else.
  */
-unsigned long bench_parse_count(const char *opt, const char *val,
-				unsigned long max);
+unsigned long bench_parse_ulong(const char *opt, const char *val,
+				unsigned long min, unsigned long max);
 
-struct option;
 /*
- * bench_getopt - run getopt_long over @argv with the long options @opts
- * (no short ones), calling @one(@ctx, id, value) for each.  Option id
- * @help prints @usage and exits 0; an unknown option, a missing value or
- * a stray argument is named on stderr and exits 2.
+ * The command line: every program declares its options once, in one table
+ * of struct bench_opt, each entry with its short name (that of the tool the
+ * program imitates, or 0), long name, kind of argument, help text and the
+ * variable it sets.  bench_parse() builds getopt_long's tables and the
+ * --help text from it.  The options every program shares are the
+ * BENCH_OPTS_* entries below, declared here once.
  */
-void bench_getopt(int argc, char **argv, const struct option *opts, int help,
-		  const char *usage,
-		  void (*one)(void *ctx, int c, const char *val), void *ctx);
+enum bench_arg {
+	BENCH_ARG_FLAG,	   /* no value; sets a bool */
+	BENCH_ARG_UINT,	   /* a whole number from min to max: unsigned int */
+	BENCH_ARG_ULONG,   /* the same: unsigned long */
+	BENCH_ARG_STR,	   /* any string: const char * */
+	BENCH_ARG_CHOICE,  /* one of choices[]: its index, an int */
+	BENCH_ARG_IGNORED, /* the original tool's option, accepted; no effect */
+	BENCH_ARG_REFUSED, /* the original tool's option, refused: exit 2 */
+};
+
+struct bench_opt {
+	int short_name;	       /* 0: none */
+	const char *long_name; /* NULL: none */
+	enum bench_arg kind;
+	const char *metavar; /* the value's name in --help; NULL: no value */
+	const char *help;    /* lines of at most 54 characters */
+	void *target;	     /* NULL for IGNORED and REFUSED */
+	unsigned long min, max;
+	const char *const *choices; /* CHOICE: NULL-terminated */
+	bool *given; /* set to true when the option is given; or NULL */
+};
+
+/* A compile-time check that @p has type @type, as an untyped pointer. */
+#define BENCH_PTR(p, type) ((void *)(1 ? (p) : (type)0))
+
+#define BENCH_FLAG(s, l, var, h)                                               \
+	{                                                                      \
+		.short_name = (s), .long_name = (l), .kind = BENCH_ARG_FLAG,   \
+		.help = (h), .target = BENCH_PTR(var, bool *)                  \
+	}
+#define BENCH_UINT(s, l, mv, var, lo, hi, h)                                   \
+	{                                                                      \
+		.short_name = (s), .long_name = (l), .kind = BENCH_ARG_UINT,   \
+		.metavar = (mv), .help = (h),                                  \
+		.target = BENCH_PTR(var, unsigned int *), .min = (lo),         \
+		.max = (hi)                                                    \
+	}
+#define BENCH_ULONG(s, l, mv, var, lo, hi, h)                                  \
+	{                                                                      \
+		.short_name = (s), .long_name = (l), .kind = BENCH_ARG_ULONG,  \
+		.metavar = (mv), .help = (h),                                  \
+		.target = BENCH_PTR(var, unsigned long *), .min = (lo),        \
+		.max = (hi)                                                    \
+	}
+#define BENCH_STR(s, l, mv, var, h)                                            \
+	{                                                                      \
+		.short_name = (s), .long_name = (l), .kind = BENCH_ARG_STR,    \
+		.metavar = (mv), .help = (h),                                  \
+		.target = BENCH_PTR(var, const char **)                        \
+	}
+#define BENCH_CHOICE(s, l, mv, var, names, h)                                  \
+	{                                                                      \
+		.short_name = (s), .long_name = (l), .kind = BENCH_ARG_CHOICE, \
+		.metavar = (mv), .help = (h), .target = BENCH_PTR(var, int *), \
+		.choices = (names)                                             \
+	}
+/* The original tool's options: @mv non-NULL when they take a value. */
+#define BENCH_IGNORED(s, l, mv, h)                                             \
+	{                                                                      \
+		.short_name = (s), .long_name = (l),                           \
+		.kind = BENCH_ARG_IGNORED, .metavar = (mv), .help = (h)        \
+	}
+#define BENCH_REFUSED(s, l, mv, h)                                             \
+	{                                                                      \
+		.short_name = (s), .long_name = (l),                           \
+		.kind = BENCH_ARG_REFUSED, .metavar = (mv), .help = (h)        \
+	}
+/* BENCH_ULONG that also sets *@seen when the option is given. */
+#define BENCH_ULONG_SEEN(s, l, mv, var, lo, hi, h, seen)                       \
+	{                                                                      \
+		.short_name = (s), .long_name = (l), .kind = BENCH_ARG_ULONG,  \
+		.metavar = (mv), .help = (h),                                  \
+		.target = BENCH_PTR(var, unsigned long *), .min = (lo),        \
+		.max = (hi), .given = BENCH_PTR(seen, bool *)                  \
+	}
+
+/* How results are printed. */
+enum bench_format {
+	BENCH_FORMAT_TABLE,  /* readable tables */
+	BENCH_FORMAT_COMPAT, /* the imitated tool's own output */
+	BENCH_FORMAT_JSON,   /* one JSON record per mode */
+};
+
+/* What every program's command line sets. */
+struct bench_common {
+	unsigned int workers;
+	bool fibers;  /* --fibers */
+	bool threads; /* --threads: the kernel-thread baseline */
+	int format;   /* enum bench_format */
+	bool json;    /* --json, the same as --format json */
+	const char *features;
+};
+
+#define BENCH_WORKERS_MAX 4096
+
+/* --workers, --features, --format, --json. */
+#define BENCH_OPTS_RUNTIME(c)                                                  \
+	BENCH_UINT(0, "workers", "N", &(c)->workers, 1, BENCH_WORKERS_MAX,     \
+		   "fiber workers"),                                           \
+		BENCH_STR(0, "features", "STR", &(c)->features,                \
+			  "fiber_sched_features_set(STR) after fiber_init\n"   \
+			  "(LIBFIBER_SCHED_FEATURES syntax)"),                 \
+		BENCH_CHOICE(0, "format", "FMT", &(c)->format,                 \
+			     bench_format_names,                               \
+			     "table: readable tables; compat: the output\n"    \
+			     "of the imitated tool, for its parsers (the\n"    \
+			     "fiber mode only, unless --threads is given);\n"  \
+			     "json: one JSON record per mode"),                \
+		BENCH_FLAG(0, "json", &(c)->json, "the same as --format json")
+
+/* --fibers and --threads (short name @t, or 0). */
+#define BENCH_OPTS_MODES(c, t)                                                 \
+	BENCH_FLAG(0, "fibers", &(c)->fibers, "run the fiber mode only"),      \
+		BENCH_FLAG(t, "threads", &(c)->threads,                        \
+			   "run the kernel-thread baseline only")
+
+extern const char *const bench_format_names[];
+
+/*
+ * bench_parse - parse @argv with the @nr options of @opts, plus -h/--help,
+ * which prints "Usage: NAME [OPTION]...", @intro, the options with their
+ * help and the current value of their variable as the default, then
+ * @outro, and exits 0.  An unknown option, a missing or bad value, a
+ * refused option or a stray argument is named on stderr and exits 2; an
+ * ignored one is named on stderr and parsing goes on.
+ */
+void bench_parse(int argc, char **argv, const struct bench_opt *opts, size_t nr,
+		 const char *intro, const char *outro);
+
+/*
+ * bench_common_finish - after bench_parse(): --json means --format json;
+ * without --fibers, --threads or a mode of the program's own
+ * (@other_mode), run both, or only the fiber mode with --format compat
+ * (the imitated tool prints one result).
+ */
+void bench_common_finish(struct bench_common *c, bool other_mode);
 
 /* bench_now_ns - CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);

@@ -29,7 +29,6 @@
 #define _GNU_SOURCE 1
 #endif
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -47,7 +46,6 @@
 #define RUNTIME_MAX 86400UL
 #define THINK_US_DEFAULT 10UL
 #define THINK_US_MAX 1000000UL
-#define WORKERS_MAX 4096UL
 /* Warm-up: a tenth of the runtime, at most this long. */
 #define WARMUP_MAX_NS 1000000000ULL
 
@@ -56,11 +54,7 @@ struct options {
 	unsigned long per_message; /* workers per message */
 	unsigned long runtime_s;
 	unsigned long think_us;
-	unsigned int workers;
-	bool fibers;
-	bool threads;
-	bool json;
-	const char *features;
+	struct bench_common c;
 };
 
 /* A counting semaphore for the threads baseline. */
@@ -445,7 +439,7 @@ static void print_json(const struct options *o, const struct result *r,
 	unsigned int i;
 
 	bench_json_open("schbench", r->mode);
-	bench_json_uint("workers", o->workers);
+	bench_json_uint("workers", o->c.workers);
 	bench_json_uint("messages", o->messages);
 	bench_json_uint("workers_per_message", o->per_message);
 	bench_json_uint("runtime_s", o->runtime_s);
@@ -478,7 +472,7 @@ static void print_table(const struct options *o, const struct result *res,
 		printf(" %8s", pct_names[j]);
 	printf("  (wakeup latency, us)\n");
 	for (i = 0; i < nr; i++) {
-		printf("%-8s %7u %10llu %11.0f", res[i].mode, o->workers,
+		printf("%-8s %7u %10llu %11.0f", res[i].mode, o->c.workers,
 		       res[i].requests, res[i].requests_per_sec);
 		for (j = 0; j < NR_PCTS; j++)
 			printf(" %8.1f", pct_us(&res[i], j));
@@ -494,108 +488,67 @@ static void print_table(const struct options *o, const struct result *res,
 
 /* Command line. */
 
-static const char usage_text[] =
-	"Usage: " PROG " [OPTION]...\n"
+static const char intro_text[] =
 	"Message fibers wake worker fibers, which think (busy work) and\n"
 	"report back; prints wakeup latency percentiles and requests per\n"
-	"second, and the same with kernel threads, as `schbench -m M -t T`.\n"
-	"\n"
-	"  --messages M     message fibers (default 1)\n"
-	"  --workers-per-message T\n"
-	"                   worker fibers per message (default: the CPUs\n"
-	"                   the process may use)\n"
-	"  --runtime S      seconds to run, whole (default 5); the first\n"
-	"                   tenth, at most 1 s, is an untimed warm-up\n"
-	"  --think-us U     busy work per request in microseconds, calibrated\n"
-	"                   at start (default 10)\n"
-	"  --workers N      fiber workers (default: the CPUs the process\n"
-	"                   may use); threads are not pinned\n"
-	"  --fibers         run the fiber mode only\n"
-	"  --threads        run the threads baseline only\n"
-	"  --features STR   fiber_sched_features_set(STR) after fiber_init\n"
-	"  --json           one JSON object per mode, one per line:\n"
-	"                   bench, mode, params, metrics, features\n"
-	"  --help           this text\n"
-	"\n"
+	"second, and the same with kernel threads, as `schbench -m M -t T`,\n"
+	"whose short options these are.\n";
+
+static const char outro_text[] =
 	"Wakeup latency = worker's clock on waking - message's clock just\n"
 	"before waking it; percentiles p50 p75 p90 p95 p99 p99.5 p99.9 in us.\n"
-	"requests_per_sec = think times done after the warm-up / seconds.\n";
-
-enum {
-	OPT_MESSAGES = 256,
-	OPT_PER_MESSAGE,
-	OPT_RUNTIME,
-	OPT_THINK_US,
-	OPT_WORKERS,
-	OPT_FIBERS,
-	OPT_THREADS,
-	OPT_FEATURES,
-	OPT_JSON,
-	OPT_HELP,
-};
-
-static const struct option long_opts[] = {
-	{ "messages", required_argument, NULL, OPT_MESSAGES },
-	{ "workers-per-message", required_argument, NULL, OPT_PER_MESSAGE },
-	{ "runtime", required_argument, NULL, OPT_RUNTIME },
-	{ "think-us", required_argument, NULL, OPT_THINK_US },
-	{ "workers", required_argument, NULL, OPT_WORKERS },
-	{ "fibers", no_argument, NULL, OPT_FIBERS },
-	{ "threads", no_argument, NULL, OPT_THREADS },
-	{ "features", required_argument, NULL, OPT_FEATURES },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
-};
-
-static void parse_one(void *ctx, int c, const char *arg)
-{
-	struct options *o = ctx;
-
-	switch (c) {
-	case OPT_MESSAGES:
-		o->messages =
-			bench_parse_count("--messages", arg, MESSAGES_MAX);
-		break;
-	case OPT_PER_MESSAGE:
-		o->per_message = bench_parse_count("--workers-per-message", arg,
-						   PER_MESSAGE_MAX);
-		break;
-	case OPT_RUNTIME:
-		o->runtime_s = bench_parse_count("--runtime", arg, RUNTIME_MAX);
-		break;
-	case OPT_THINK_US:
-		o->think_us =
-			bench_parse_count("--think-us", arg, THINK_US_MAX);
-		break;
-	case OPT_WORKERS:
-		o->workers = bench_parse_count("--workers", arg, WORKERS_MAX);
-		break;
-	case OPT_FIBERS:
-		o->fibers = true;
-		break;
-	case OPT_THREADS:
-		o->threads = true;
-		break;
-	case OPT_FEATURES:
-		o->features = arg;
-		break;
-	case OPT_JSON:
-		o->json = true;
-		break;
-	}
-}
+	"requests_per_sec = think times done after the warm-up / seconds.\n"
+	"Threads are not pinned.\n";
 
 static void parse_args(int argc, char **argv, struct options *o)
 {
+	const struct bench_opt opts[] = {
+		BENCH_ULONG('m', "messages", "M", &o->messages, 1, MESSAGES_MAX,
+			    "message fibers (schbench's --message-threads)"),
+		BENCH_ULONG('t', "workers-per-message", "T", &o->per_message, 1,
+			    PER_MESSAGE_MAX,
+			    "worker fibers per message (schbench's\n"
+			    "--threads)"),
+		BENCH_ULONG('r', "runtime", "S", &o->runtime_s, 1, RUNTIME_MAX,
+			    "seconds to run, whole; the first tenth, at\n"
+			    "most 1 s, is an untimed warm-up"),
+		BENCH_ULONG('c', "think-us", "U", &o->think_us, 1, THINK_US_MAX,
+			    "busy work per request in microseconds,\n"
+			    "calibrated at start (schbench's --cputime)"),
+		BENCH_OPTS_MODES(&o->c, 0),
+		BENCH_OPTS_RUNTIME(&o->c),
+		BENCH_IGNORED('i', "intervaltime", "S",
+			      "only the final report is printed"),
+		BENCH_REFUSED('p', "pipe", "BYTES", "no pipe mode"),
+		BENCH_REFUSED('R', "rps", "COUNT", "no fixed request rate"),
+		BENCH_REFUSED('A', "auto-rps", "PERCENT",
+			      "no fixed request rate"),
+		BENCH_REFUSED('F', "cache_footprint", "KB",
+			      "requests are a calibrated busy loop (-c)"),
+		BENCH_REFUSED('n', "operations", "N",
+			      "requests are a calibrated busy loop (-c)"),
+		BENCH_REFUSED('L', "no-locking", NULL,
+			      "requests take no per-CPU lock anyway"),
+		BENCH_REFUSED('C', "calibrate", NULL,
+			      "the busy loop is calibrated at every start"),
+		BENCH_REFUSED('M', "message-cpus", "LIST",
+			      "fibers are placed by the scheduler"),
+		BENCH_REFUSED('W', "worker-cpus", "LIST",
+			      "fibers are placed by the scheduler"),
+		BENCH_REFUSED('z', "zerotime", "S",
+			      "statistics are never zeroed"),
+		BENCH_REFUSED('j', NULL, "FILE", "use --format json"),
+		BENCH_REFUSED('J', "jobname", "NAME", "use --format json"),
+	};
+
 	*o = (struct options){ .messages = 1,
 			       .per_message = bench_nr_cpus(),
 			       .runtime_s = RUNTIME_DEFAULT,
 			       .think_us = THINK_US_DEFAULT,
-			       .workers = bench_nr_cpus() };
-	bench_getopt(argc, argv, long_opts, OPT_HELP, usage_text, parse_one, o);
-	if (!o->fibers && !o->threads)
-		o->fibers = o->threads = true;
+			       .c.workers = bench_nr_cpus() };
+	bench_parse(argc, argv, opts, sizeof(opts) / sizeof(opts[0]),
+		    intro_text, outro_text);
+	bench_common_finish(&o->c, false);
 }
 
 int main(int argc, char **argv)
@@ -607,17 +560,17 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv, &o);
 	think_iters = calibrate(o.think_us);
-	features = bench_start_runtime(o.workers, o.features);
-	if (o.fibers)
+	features = bench_start_runtime(o.c.workers, o.c.features);
+	if (o.c.fibers)
 		run_fibers(&o, &res[nr++]);
 	/* The workers must not share the CPUs with the baseline. */
 	err = fiber_shutdown();
 	if (err)
 		bench_die("fiber_shutdown: %s", strerror(err));
-	if (o.threads)
+	if (o.c.threads)
 		run_threads(&o, &res[nr++]);
 
-	if (o.json) {
+	if (o.c.format == BENCH_FORMAT_JSON) {
 		for (i = 0; i < nr; i++)
 			print_json(&o, &res[i], features);
 	} else {

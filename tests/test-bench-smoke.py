@@ -143,6 +143,56 @@ def tables_print():
 
 
 @test
+def short_options_as_the_tools_take_them():
+    # rt-tests hackbench: -g groups, -f fds, -l loops, -s datasize,
+    # -T threads, -p pipes.
+    recs = records(bench("hackbench", "-g", "1", "-f", "2", "-l", "10",
+                         "-s", "64", "-T", "-p", "--json"))
+    assert [r["mode"] for r in recs] == ["threads"], recs
+    assert recs[0]["params"]["groups"] == 1, recs
+    assert recs[0]["params"]["fds"] == 2, recs
+    assert recs[0]["params"]["loops"] == 10, recs
+    assert recs[0]["params"]["datasize"] == 64, recs
+    # perf bench sched pipe: -l loops, -T threads.
+    recs = records(bench("pipe-pingpong", "-l", "300", "-T", "--json"))
+    assert [r["mode"] for r in recs] == ["threads"], recs
+    assert recs[0]["params"]["loops"] == 300, recs
+    # schbench: -m message threads, -t workers per message, -r runtime,
+    # -c think time.
+    recs = records(bench("schbench", "-m", "2", "-t", "1", "-r", "1",
+                         "-c", "5", "--fibers", "--json"))
+    p = recs[0]["params"]
+    assert (p["messages"], p["workers_per_message"], p["runtime_s"],
+            p["think_us"]) == (2, 1, 1, 5), p
+    # Long and short spellings are the same option.
+    a = records(bench("hackbench", "--groups", "1", "--fds", "2",
+                      "--loops", "5", "--threads", "--json"))[0]["params"]
+    b = records(bench("hackbench", "-g1", "-f2", "-l5", "-T",
+                      "--json"))[0]["params"]
+    assert a == b, (a, b)
+
+
+@test
+def options_refused_and_help():
+    for name, args in (("hackbench", ["-P"]), ("hackbench", ["-g", "x"]),
+                       ("hackbench", ["-g"]), ("schbench", ["-R", "100"]),
+                       ("pipe-pingpong", ["-G", "a,b"]),
+                       ("pipe-pingpong", ["--no-such-option"]),
+                       ("create-join", ["stray"])):
+        bench(name, *args, expect_rc=2)
+    out = bench("hackbench", "-h")
+    for want in ("-g, --groups G", "-f, --fds F", "-l, --loops L",
+                 "-s, --datasize D", "-T, --threads", "-p, --pipe",
+                 "(default 10)"):
+        assert want in out, (want, out)
+    out = bench("schbench", "--help")
+    for want in ("-m, --messages M", "-t, --workers-per-message T",
+                 "-r, --runtime S", "-c, --think-us U"):
+        assert want in out, (want, out)
+    assert "-l, --loops L" in bench("pipe-pingpong", "--help")
+
+
+@test
 def compare_selftest():
     proc = subprocess.run([sys.executable,
                            os.path.join(SOURCE, "bench", "compare"),
