@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * bench.c - the helpers of bench.h: what every benchmark program needs and
- * should say the same way (error messages, exit statuses, option values,
- * the feature string and layout of its JSON records, latency histograms).
+ * should say the same way (error messages, exit statuses, the command line,
+ * starting the runtime, latency histograms).  The records and the context
+ * of a run are in report.c.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* CPU_COUNT */
@@ -318,6 +319,7 @@ void bench_parse(int argc, char **argv, const struct bench_opt *opts, size_t nr,
 	opt_shorts = malloc(2 * nr + 3);
 	if (!opt_longs || !opt_shorts)
 		bench_die("out of memory for the option tables");
+	bench_context_start(argc, argv);
 	build_getopt(opts, nr, opt_shorts, opt_longs);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, opt_shorts, opt_longs, NULL)) !=
@@ -359,24 +361,6 @@ uint64_t bench_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* json_escape - write @s to @f as the inside of a JSON string. */
-static void json_escape(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", *s);
-		else
-			fputc(*s, f);
-	}
-}
-
-void bench_json_string(const char *s)
-{
-	json_escape(stdout, s);
-}
-
 static char *features_string(void)
 {
 	char small[256] = "";
@@ -399,6 +383,7 @@ static char *features_string(void)
 char *bench_start_runtime(unsigned int workers, const char *features)
 {
 	struct fiber_config cfg = { .workers = workers };
+	char *feats;
 	int err;
 
 	err = fiber_init(&cfg);
@@ -420,7 +405,9 @@ char *bench_start_runtime(unsigned int workers, const char *features)
 			exit(2);
 		}
 	}
-	return features_string();
+	feats = features_string();
+	bench_context_runtime(feats);
+	return feats;
 }
 
 unsigned int bench_nr_cpus(void)
@@ -447,106 +434,6 @@ int bench_worker_cpu(unsigned int w)
 			return cpu;
 	}
 	return 0;
-}
-
-/*
- * JSON records.  Main thread only, one record at a time.  The members are
- * collected first and printed twice: flat at the top level (the one-line
- * format of the pipe-pingpong issue: "workers", "ns_per_roundtrip", ...
- * next to "bench" and "mode") and grouped under "params" and "metrics"
- * (what bench/compare reads).
- */
-static FILE *json_part;	  /* the group being collected */
-static char *json_buf[2]; /* params, metrics */
-static size_t json_len[2];
-static int json_group;
-static bool json_first; /* no member printed yet in the group */
-static char json_head[512];
-
-static void json_start_group(int g)
-{
-	if (json_part)
-		fclose(json_part);
-	json_group = g;
-	free(json_buf[g]);
-	json_buf[g] = NULL;
-	json_len[g] = 0;
-	json_part = open_memstream(&json_buf[g], &json_len[g]);
-	if (!json_part)
-		bench_die("out of memory for a JSON record");
-	json_first = true;
-}
-
-static void json_key(const char *key)
-{
-	fprintf(json_part, "%s\"", json_first ? "" : ",");
-	json_escape(json_part, key);
-	fprintf(json_part, "\":");
-	json_first = false;
-}
-
-void bench_json_open(const char *bench, const char *mode)
-{
-	FILE *mem;
-	char *b = NULL;
-	size_t n = 0;
-
-	mem = open_memstream(&b, &n);
-	if (!mem)
-		bench_die("out of memory for a JSON record");
-	fprintf(mem, "\"bench\":\"");
-	json_escape(mem, bench);
-	fprintf(mem, "\",\"mode\":\"");
-	json_escape(mem, mode);
-	fprintf(mem, "\"");
-	fclose(mem);
-	snprintf(json_head, sizeof(json_head), "%s", b);
-	free(b);
-	json_start_group(0);
-}
-
-void bench_json_uint(const char *key, unsigned long long v)
-{
-	json_key(key);
-	fprintf(json_part, "%llu", v);
-}
-
-void bench_json_double(const char *key, double v)
-{
-	json_key(key);
-	fprintf(json_part, "%.10g", v);
-}
-
-void bench_json_str(const char *key, const char *v)
-{
-	json_key(key);
-	fputc('"', json_part);
-	json_escape(json_part, v);
-	fputc('"', json_part);
-}
-
-void bench_json_metrics(void)
-{
-	json_start_group(1);
-}
-
-void bench_json_close(const char *features)
-{
-	const char *p, *m;
-
-	fclose(json_part);
-	json_part = NULL;
-	p = json_buf[0] ? json_buf[0] : "";
-	m = json_buf[1] ? json_buf[1] : "";
-	printf("{%s%s%s%s%s,\"features\":\"", json_head, *p ? "," : "", p,
-	       *m ? "," : "", m);
-	bench_json_string(features);
-	printf("\",\"params\":{%s},\"metrics\":{%s}}\n", p, m);
-	fflush(stdout);
-	for (int g = 0; g < 2; g++) {
-		free(json_buf[g]);
-		json_buf[g] = NULL;
-	}
 }
 
 /* Latency histograms. */

@@ -181,9 +181,6 @@ void bench_common_finish(struct bench_common *c, bool other_mode);
 /* bench_now_ns - CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);
 
-/* bench_json_string - print @s to stdout as the inside of a JSON string. */
-void bench_json_string(const char *s);
-
 /*
  * bench_start_runtime - fiber_init() with @workers workers, then
  * fiber_sched_features_set(@features) when @features is not NULL.  Exits
@@ -205,21 +202,46 @@ int bench_worker_cpu(unsigned int w);
 /*
  * JSON records: one object per measured configuration, on one line,
  *
- *	{"bench":NAME,"mode":MODE,P...,M...,"features":STR,
- *	 "params":{P...},"metrics":{M...}}
+ *	{"schema":BENCH_SCHEMA,"bench":NAME,"mode":MODE,"params":{P...},
+ *	 "metrics":{M...},"context":{C...}}
  *
- * with every parameter P and metric M both at the top level (the flat
- * one-line format pipe-pingpong promised first) and in its group (what
- * bench/compare reads), printed as bench_json_open(), the parameters,
- * bench_json_metrics(), the metrics, bench_json_close().  Numbers are
- * printed with %.10g (doubles) or as whole numbers.
+ * printed as bench_json_open(), the parameters P, bench_json_metrics(),
+ * the metrics M, bench_json_close(), which adds the context C of the run
+ * (bench_context_print()).  Each member appears once.  Numbers are printed
+ * with %.10g (doubles) or as whole numbers.  Main thread only.
  */
+#define BENCH_SCHEMA 2
 void bench_json_open(const char *bench, const char *mode);
 void bench_json_uint(const char *key, unsigned long long v);
 void bench_json_double(const char *key, double v);
 void bench_json_str(const char *key, const char *v);
 void bench_json_metrics(void);
-void bench_json_close(const char *features);
+void bench_json_close(void);
+
+/* bench_json_string - print @s to stdout as the inside of a JSON string. */
+void bench_json_string(const char *s);
+
+/*
+ * The context of a run, in every record: host name, kernel, CPU model and
+ * count, load averages before and after, the CPU time other processes took
+ * during the run, libfiber's version and git revision, the scheduler clock,
+ * the topology, the features, the LIBFIBER_* variables, the command line
+ * and the date.  Main thread only.
+ *
+ * bench_context_start - note the command line, the load and the CPU times
+ * before the run; bench_parse() calls it.
+ * bench_context_runtime - note the running runtime's scheduler clock and
+ * @features; bench_start_runtime() calls it.
+ * bench_context_finish - note the load and CPU times after the run; the
+ * first call counts, later ones do nothing.  The output functions call it.
+ * bench_context_print - the context as a JSON object, to stdout.
+ * bench_context_line - the context in one readable line, to stdout.
+ */
+void bench_context_start(int argc, char **argv);
+void bench_context_runtime(const char *features);
+void bench_context_finish(void);
+void bench_context_print(void);
+void bench_context_line(void);
 
 /*
  * A latency histogram with bounded relative error, for percentiles of

@@ -133,6 +133,7 @@ static void print_result(const struct options *o, const struct run *r,
 		       "fibers/s");
 		printf("%7u %10lu %12.1f %12.0f\n", o->c.workers, o->fibers, ns,
 		       rate);
+		bench_context_line();
 		return;
 	}
 	bench_json_open("create-join", "fiber");
@@ -143,7 +144,7 @@ static void print_result(const struct options *o, const struct run *r,
 	bench_json_metrics();
 	bench_json_double("ns_per_fiber", ns);
 	bench_json_double("fibers_per_sec", rate);
-	bench_json_close(features);
+	bench_json_close();
 }
 
 static const char intro_text[] =

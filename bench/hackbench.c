@@ -514,8 +514,7 @@ static double per_wakeup(const struct result *r, long long n)
 	return r->placements ? (double)n / (double)r->placements : 0.0;
 }
 
-static void print_json(const struct options *o, const struct result *r,
-		       const char *features)
+static void print_json(const struct options *o, const struct result *r)
 {
 	bench_json_open("hackbench", r->mode);
 	bench_json_uint("workers", o->c.workers);
@@ -536,7 +535,7 @@ static void print_json(const struct options *o, const struct result *r,
 		bench_json_double("core_scans_per_wakeup",
 				  per_wakeup(r, r->core_scans));
 	}
-	bench_json_close(features);
+	bench_json_close();
 }
 
 static void print_table(const struct options *o, const struct result *res,
@@ -656,9 +655,10 @@ int main(int argc, char **argv)
 
 	if (o.c.format == BENCH_FORMAT_JSON) {
 		for (i = 0; i < nr; i++)
-			print_json(&o, &res[i], features);
+			print_json(&o, &res[i]);
 	} else {
 		print_table(&o, res, nr, features);
+		bench_context_line();
 	}
 	free(features);
 	return 0;

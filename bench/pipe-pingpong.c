@@ -678,8 +678,7 @@ static const char *const pct_names[] = { "p50_ns", "p90_ns", "p99_ns",
 					 "p99.9_ns" };
 #define NR_PCTS (sizeof(pcts) / sizeof(pcts[0]))
 
-static void print_json(const struct options *o, const struct result *r,
-		       const char *features)
+static void print_json(const struct options *o, const struct result *r)
 {
 	unsigned int i;
 
@@ -699,7 +698,7 @@ static void print_json(const struct options *o, const struct result *r,
 	for (i = 0; r->hist && i < NR_PCTS; i++)
 		bench_json_uint(pct_names[i],
 				bench_hist_percentile(r->hist, pcts[i]));
-	bench_json_close(features);
+	bench_json_close();
 }
 
 static void print_latency(const struct result *res, int nr)
@@ -852,9 +851,10 @@ int main(int argc, char **argv)
 
 	if (o.c.format == BENCH_FORMAT_JSON) {
 		for (i = 0; i < nr; i++)
-			print_json(&o, &res[i], features);
+			print_json(&o, &res[i]);
 	} else {
 		print_table(&o, res, nr, features);
+		bench_context_line();
 	}
 	for (i = 0; i < nr; i++)
 		free(res[i].hist);

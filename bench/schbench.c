@@ -432,8 +432,7 @@ static double pct_us(const struct result *r, unsigned int i)
 	return bench_hist_percentile(r->hist, pcts[i]) / 1e3;
 }
 
-static void print_json(const struct options *o, const struct result *r,
-		       const char *features)
+static void print_json(const struct options *o, const struct result *r)
 {
 	char key[32];
 	unsigned int i;
@@ -453,7 +452,7 @@ static void print_json(const struct options *o, const struct result *r,
 		snprintf(key, sizeof(key), "wakeup_%s_us", pct_names[i]);
 		bench_json_double(key, pct_us(r, i));
 	}
-	bench_json_close(features);
+	bench_json_close();
 }
 
 static void print_table(const struct options *o, const struct result *res,
@@ -572,9 +571,10 @@ int main(int argc, char **argv)
 
 	if (o.c.format == BENCH_FORMAT_JSON) {
 		for (i = 0; i < nr; i++)
-			print_json(&o, &res[i], features);
+			print_json(&o, &res[i]);
 	} else {
 		print_table(&o, res, nr, features);
+		bench_context_line();
 	}
 	for (i = 0; i < nr; i++)
 		free(res[i].hist);

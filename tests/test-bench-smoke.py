@@ -3,10 +3,11 @@
 """test-bench-smoke - every benchmark in a tiny configuration, and the
 statistics of bench/compare.
 
-Usage: test-bench-smoke.py BUILD_ROOT SOURCE_ROOT
+Usage: test-bench-smoke.py BUILD_ROOT SOURCE_ROOT VERSION
 
 Runs each program of bench/ with --json and checks what it reports, never
-how fast: the records parse, have the documented layout, the counts add up
+how fast: the records parse, have the documented layout (schema 2, with
+the run's context), the counts add up
 (messages sent = received, round trips = pairs * loops, requests timed =
 requests run) and percentiles are ordered.  Then bench/compare --selftest
 (its statistics on fixed data) and one tiny comparison.  Prints TAP.
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-BUILD, SOURCE = sys.argv[1], sys.argv[2]
+BUILD, SOURCE, VERSION = sys.argv[1], sys.argv[2], sys.argv[3]
 results = []
 
 
@@ -33,12 +34,31 @@ def bench(name, *args, expect_rc=0):
     return proc.stdout
 
 
+CONTEXT = ("host", "kernel", "kernel_version", "arch", "cpu_model",
+           "nr_cpus", "nr_cpus_allowed", "loadavg_before", "loadavg_after",
+           "cpu_busy_others", "libfiber_version", "git_revision",
+           "sched_clock", "topology", "topology_source", "features", "env",
+           "command", "date")
+
+
 def records(out):
+    """The JSON records of @out, checked against schema 2: the top-level
+    members, each once, and a context with every field."""
     recs = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
     for r in recs:
-        for key in ("bench", "mode", "params", "metrics", "features"):
-            assert key in r, "record without %s: %s" % (key, r)
+        assert r["schema"] == 2, r
+        assert set(r) == {"schema", "bench", "mode", "params", "metrics",
+                          "context"}, sorted(r)
+        assert set(r["context"]) == set(CONTEXT), sorted(r["context"])
+        # No member at two levels.
+        assert not set(r["params"]) & set(r["metrics"]), r
+        for group in ("params", "metrics", "context"):
+            assert not set(r[group]) & set(r) - {group}, r
     return recs
+
+
+def features(rec):
+    return rec["context"]["features"].split()
 
 
 def ordered(metrics, keys):
@@ -81,7 +101,7 @@ def pipe_pingpong_duration():
 def pipe_pingpong_features():
     recs = records(bench("pipe-pingpong", "--loops", "1000", "--fibers",
                          "--features", "NO_TTWU_QUEUE", "--json"))
-    assert "NO_TTWU_QUEUE" in recs[0]["features"].split(), recs
+    assert "NO_TTWU_QUEUE" in features(recs[0]), recs
     bench("pipe-pingpong", "--features", "NO_SUCH_FEATURE", expect_rc=2)
 
 
@@ -190,6 +210,40 @@ def options_refused_and_help():
                  "-r, --runtime S", "-c, --think-us U"):
         assert want in out, (want, out)
     assert "-l, --loops L" in bench("pipe-pingpong", "--help")
+
+
+@test
+def json_context():
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("LIBFIBER_")}
+    env.update(LIBFIBER_CLOCK="monotonic", LIBFIBER_IDLE_POLL_US="7")
+    proc = subprocess.run([os.path.join(BUILD, "bench", "create-join"),
+                           "--fibers", "200", "--json"], env=env,
+                          stdout=subprocess.PIPE, text=True, timeout=60)
+    assert proc.returncode == 0
+    rec = records(proc.stdout)[0]
+    c = rec["context"]
+    assert c["host"] and c["kernel"] and c["arch"] and c["cpu_model"], c
+    assert c["nr_cpus"] >= c["nr_cpus_allowed"] >= 1, c
+    for key in ("loadavg_before", "loadavg_after"):
+        assert len(c[key]) == 3 and all(v >= 0 for v in c[key]), c
+    assert c["cpu_busy_others"] is None or 0 <= c["cpu_busy_others"] <= 1
+    assert c["libfiber_version"] == VERSION, (c, VERSION)
+    assert c["git_revision"] is None or len(c["git_revision"]) >= 7, c
+    # The environment's clock is the runtime's, and it is recorded.
+    assert c["sched_clock"] == "monotonic", c
+    assert c["env"] == {"LIBFIBER_CLOCK": "monotonic",
+                        "LIBFIBER_IDLE_POLL_US": "7"}, c
+    assert c["topology_source"] == "machine" and c["topology"], c
+    assert "WA_IDLE" in c["features"].split(), c
+    assert c["command"][1:] == ["--fibers", "200", "--json"], c
+    env["LIBFIBER_TOPOLOGY"] = "pack:1 l3:1 core:2 pu:1"
+    proc = subprocess.run([os.path.join(BUILD, "bench", "create-join"),
+                           "--fibers", "200", "--json"], env=env,
+                          stdout=subprocess.PIPE, text=True, timeout=60)
+    c = records(proc.stdout)[0]["context"]
+    assert c["topology"] == "pack:1 l3:1 core:2 pu:1", c
+    assert c["topology_source"] == "LIBFIBER_TOPOLOGY", c
 
 
 @test
