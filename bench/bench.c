@@ -524,3 +524,13 @@ uint64_t bench_hist_percentile(const struct bench_hist *h, double p)
 		v = h->max;
 	return v;
 }
+
+uint64_t bench_hist_count_upto(const struct bench_hist *h, uint64_t v)
+{
+	unsigned int i, last = hist_index(v);
+	uint64_t n = 0;
+
+	for (i = 0; i <= last && i < BENCH_HIST_BUCKETS; i++)
+		n += h->bucket[i];
+	return n;
+}

@@ -203,12 +203,13 @@ int bench_worker_cpu(unsigned int w);
  * JSON records: one object per measured configuration, on one line,
  *
  *	{"schema":BENCH_SCHEMA,"bench":NAME,"mode":MODE,"params":{P...},
- *	 "metrics":{M...},"context":{C...}}
+ *	 "metrics":{M...},"warnings":[W...],"context":{C...}}
  *
  * printed as bench_json_open(), the parameters P, bench_json_metrics(),
- * the metrics M, bench_json_close(), which adds the context C of the run
- * (bench_context_print()).  Each member appears once.  Numbers are printed
- * with %.10g (doubles) or as whole numbers.  Main thread only.
+ * the metrics M, bench_json_close(), which adds the warnings W of the run
+ * (bench_warn()) and its context C (bench_context_print()).  Each member
+ * appears once.  Numbers are printed with %.10g (doubles) or as whole
+ * numbers.  Main thread only.
  */
 #define BENCH_SCHEMA 2
 void bench_json_open(const char *bench, const char *mode);
@@ -244,6 +245,25 @@ void bench_context_print(void);
 void bench_context_line(void);
 
 /*
+ * Warnings about what a result is worth: printed to stderr as "NAME:
+ * warning: ..." and kept for the "warnings" member of the JSON records.
+ * bench_warn - one warning.
+ * bench_check_duration - warn when the measured part of @mode lasted less
+ * than BENCH_MIN_RUN_NS; @raise names the option that makes it longer.
+ * bench_check_tail - warn when fewer than BENCH_MIN_TAIL of the @count
+ * samples of @what lie above its percentile @p.
+ * bench_context_finish() warns when other processes took more than
+ * BENCH_MAX_BUSY_OTHERS of the CPUs during the run.
+ */
+#define BENCH_MIN_RUN_NS 200000000ULL
+#define BENCH_MIN_TAIL 10
+#define BENCH_MAX_BUSY_OTHERS 0.10
+void bench_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void bench_check_duration(const char *mode, uint64_t elapsed_ns,
+			  const char *raise);
+void bench_check_tail(const char *what, uint64_t count, double p);
+
+/*
  * A latency histogram with bounded relative error, for percentiles of
  * values in nanoseconds.  Values below 2^BENCH_HIST_SUB_BITS have a bucket
  * each; above, each power-of-two range [2^m, 2^(m+1)) is cut into
@@ -274,5 +294,10 @@ void bench_hist_merge(struct bench_hist *into, const struct bench_hist *from);
  * clamped to [min, max].  0 for an empty histogram.
  */
 uint64_t bench_hist_percentile(const struct bench_hist *h, double p);
+/*
+ * bench_hist_count_upto - how many values lie in the buckets up to the one
+ * of @v, @v's included: the values at most @v, within a bucket's width.
+ */
+uint64_t bench_hist_count_upto(const struct bench_hist *h, uint64_t v);
 
 #endif /* BENCH_H */

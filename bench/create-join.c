@@ -126,6 +126,9 @@ static void print_result(const struct options *o, const struct run *r,
 	double rate = o->fibers * 1e9 / r->elapsed_ns;
 	const char *from = o->from_main ? "main" : "fiber";
 
+	bench_check_duration("fiber", r->elapsed_ns, "--fibers");
+	bench_context_finish();
+	/* No tool to imitate: --format compat prints the table. */
 	if (o->c.format != BENCH_FORMAT_JSON) {
 		printf("create-join: from %s, batch %lu, features: %s\n", from,
 		       o->batch, features);

@@ -538,6 +538,25 @@ static void print_json(const struct options *o, const struct result *r)
 	bench_json_close();
 }
 
+/*
+ * The output of rt-tests' hackbench: its two header lines (tasks: every
+ * sender and receiver) and "Time: S.mmm", the seconds of the run.
+ */
+static void print_compat(const struct options *o, const struct result *r)
+{
+	bool threads = !strcmp(r->mode, "threads");
+
+	printf("Running in %s mode with %lu groups using %lu file "
+	       "descriptors each (== %lu tasks)\n",
+	       threads ? "threaded" : "fiber", o->groups, 2 * o->fds,
+	       2 * o->groups * o->fds);
+	printf("Each sender will pass %lu messages of %lu bytes\n", o->loops,
+	       o->datasize);
+	printf("Time: %llu.%03llu\n",
+	       (unsigned long long)(r->elapsed_ns / 1000000000u),
+	       (unsigned long long)(r->elapsed_ns % 1000000000u / 1000000u));
+}
+
 static void print_table(const struct options *o, const struct result *res,
 			int nr, const char *features)
 {
@@ -653,9 +672,16 @@ int main(int argc, char **argv)
 	if (o.c.threads)
 		run_threads(&o, &res[nr++]);
 
+	for (i = 0; i < nr; i++)
+		bench_check_duration(res[i].mode, res[i].elapsed_ns,
+				     "-l/--loops or -g/--groups");
+	bench_context_finish();
 	if (o.c.format == BENCH_FORMAT_JSON) {
 		for (i = 0; i < nr; i++)
 			print_json(&o, &res[i]);
+	} else if (o.c.format == BENCH_FORMAT_COMPAT) {
+		for (i = 0; i < nr; i++)
+			print_compat(&o, &res[i]);
 	} else {
 		print_table(&o, res, nr, features);
 		bench_context_line();

@@ -698,7 +698,37 @@ static void print_json(const struct options *o, const struct result *r)
 	for (i = 0; r->hist && i < NR_PCTS; i++)
 		bench_json_uint(pct_names[i],
 				bench_hist_percentile(r->hist, pcts[i]));
+	if (r->hist) {
+		bench_json_uint("min_ns", r->hist->min);
+		bench_json_uint("max_ns", r->hist->max);
+	}
 	bench_json_close();
+}
+
+/*
+ * The output of `perf bench sched pipe`: loops is one pair's round trips
+ * (a round trip is perf's "pipe operation"), usecs/op the time per round
+ * trip of a pair, ops/sec the round trips of every pair per second; with
+ * one pair, the two are each other's inverse, as in perf.
+ */
+static void print_compat(const struct options *o, const struct result *r)
+{
+	const char *between = !strcmp(r->mode, "threads") ? "threads" :
+							    "fibers";
+
+	printf("# Running 'sched/pipe' benchmark:\n");
+	printf("# Executed %.0f pipe operations between two %s",
+	       loops_per_pair(o, r), between);
+	if (o->pairs > 1)
+		printf(", in each of %lu pairs at once", o->pairs);
+	if (!strcmp(r->mode, "os-pipes"))
+		printf(" over OS pipes");
+	printf("\n\n");
+	printf(" %14s: %llu.%03llu [sec]\n\n", "Total time",
+	       (unsigned long long)(r->elapsed_ns / 1000000000u),
+	       (unsigned long long)(r->elapsed_ns % 1000000000u / 1000000u));
+	printf(" %14lf usecs/op\n", ns_per_roundtrip(o, r) / 1e3);
+	printf(" %14.0f ops/sec\n", roundtrips_per_sec(r));
 }
 
 static void print_latency(const struct result *res, int nr)
@@ -707,18 +737,19 @@ static void print_latency(const struct result *res, int nr)
 	int i;
 
 	printf("\nround-trip latency (ns, each round trip timed)\n");
-	printf("%-8s %10s", "mode", "samples");
+	printf("%-8s %10s %10s", "mode", "samples", "min");
 	for (j = 0; j < NR_PCTS; j++)
 		printf(" %10.*s", (int)strlen(pct_names[j]) - 3, pct_names[j]);
-	printf("\n");
+	printf(" %10s\n", "max");
 	for (i = 0; i < nr; i++) {
-		printf("%-8s %10llu", res[i].mode,
-		       (unsigned long long)res[i].hist->count);
+		printf("%-8s %10llu %10llu", res[i].mode,
+		       (unsigned long long)res[i].hist->count,
+		       (unsigned long long)res[i].hist->min);
 		for (j = 0; j < NR_PCTS; j++)
 			printf(" %10llu",
 			       (unsigned long long)bench_hist_percentile(
 				       res[i].hist, pcts[j]));
-		printf("\n");
+		printf(" %10llu\n", (unsigned long long)res[i].hist->max);
 	}
 }
 
@@ -849,9 +880,19 @@ int main(int argc, char **argv)
 	if (o.c.threads)
 		run_threads(&o, &res[nr++]);
 
+	for (i = 0; i < nr; i++) {
+		bench_check_duration(res[i].mode, res[i].elapsed_ns,
+				     "-l/--loops or --duration");
+		if (res[i].hist)
+			bench_check_tail(res[i].mode, res[i].hist->count, 99.9);
+	}
+	bench_context_finish();
 	if (o.c.format == BENCH_FORMAT_JSON) {
 		for (i = 0; i < nr; i++)
 			print_json(&o, &res[i]);
+	} else if (o.c.format == BENCH_FORMAT_COMPAT) {
+		for (i = 0; i < nr; i++)
+			print_compat(&o, &res[i]);
 	} else {
 		print_table(&o, res, nr, features);
 		bench_context_line();

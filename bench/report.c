@@ -23,6 +23,8 @@
 #define _GNU_SOURCE 1 /* memfd_create */
 #endif
 #include <hwloc.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +78,7 @@ static void json_key(const char *key)
 
 void bench_json_open(const char *bench, const char *mode)
 {
+	bench_context_finish();
 	printf("{\"schema\":%d,\"bench\":\"", BENCH_SCHEMA);
 	bench_json_string(bench);
 	printf("\",\"mode\":\"");
@@ -110,9 +113,60 @@ void bench_json_metrics(void)
 	json_first = true;
 }
 
+/* Warnings, in the order they came. */
+#define WARNINGS_MAX 16
+static char *warnings[WARNINGS_MAX];
+static int nr_warnings;
+
+void bench_warn(const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	if (!msg)
+		return;
+	fprintf(stderr, "%s: warning: %s\n", bench_name, msg);
+	if (nr_warnings < WARNINGS_MAX)
+		warnings[nr_warnings++] = msg;
+	else
+		free(msg);
+}
+
+void bench_check_duration(const char *mode, uint64_t elapsed_ns,
+			  const char *raise)
+{
+	if (elapsed_ns >= BENCH_MIN_RUN_NS)
+		return;
+	bench_warn("%s: the measured run lasted %.3f s, less than %.1f s: "
+		   "one tick, preemption or migration weighs on it; raise %s",
+		   mode, elapsed_ns / 1e9, BENCH_MIN_RUN_NS / 1e9, raise);
+}
+
+void bench_check_tail(const char *what, uint64_t count, double p)
+{
+	/* Rounded: 10000 samples leave 10 above p99.9, not 9.999... */
+	double above = floor(count * (100.0 - p) / 100.0 + 1e-6);
+
+	if (above >= BENCH_MIN_TAIL)
+		return;
+	bench_warn("%s: %llu samples leave %.0f above p%g, fewer than %d: "
+		   "that percentile is close to the maximum",
+		   what, (unsigned long long)count, above, p, BENCH_MIN_TAIL);
+}
+
 void bench_json_close(void)
 {
-	printf("},\"context\":");
+	printf("},\"warnings\":[");
+	for (int i = 0; i < nr_warnings; i++) {
+		printf("%s\"", i ? "," : "");
+		bench_json_string(warnings[i]);
+		putchar('"');
+	}
+	printf("],\"context\":");
 	bench_context_print();
 	printf("}\n");
 	fflush(stdout);
@@ -279,13 +333,23 @@ void bench_context_runtime(const char *features)
 	ctx.features = strdup(features);
 }
 
+static double busy_others(void);
+
 void bench_context_finish(void)
 {
+	double others;
+
 	if (ctx.finished)
 		return;
 	ctx.finished = true;
 	ctx.load_ok[1] = getloadavg(ctx.load_after, 3) == 3;
 	cpu_times_now(&ctx.t1);
+	others = busy_others();
+	if (others > BENCH_MAX_BUSY_OTHERS)
+		bench_warn("other processes kept %.0f%% of the CPUs busy "
+			   "during the run (load average %.2f before, %.2f "
+			   "after): its numbers are theirs too",
+			   others * 100, ctx.load_before[0], ctx.load_after[0]);
 }
 
 /*

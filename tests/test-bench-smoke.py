@@ -15,6 +15,7 @@ requests run) and percentiles are ordered.  Then bench/compare --selftest
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -23,7 +24,7 @@ BUILD, SOURCE, VERSION = sys.argv[1], sys.argv[2], sys.argv[3]
 results = []
 
 
-def bench(name, *args, expect_rc=0):
+def bench(name, *args, expect_rc=0, stderr=False):
     cmd = [os.path.join(BUILD, "bench", name)] + list(args)
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, timeout=120)
@@ -31,7 +32,7 @@ def bench(name, *args, expect_rc=0):
         raise AssertionError("%s: exit %d, expected %d; stderr: %s" %
                              (" ".join(cmd), proc.returncode, expect_rc,
                               proc.stderr.strip()))
-    return proc.stdout
+    return (proc.stdout, proc.stderr) if stderr else proc.stdout
 
 
 CONTEXT = ("host", "kernel", "kernel_version", "arch", "cpu_model",
@@ -48,7 +49,8 @@ def records(out):
     for r in recs:
         assert r["schema"] == 2, r
         assert set(r) == {"schema", "bench", "mode", "params", "metrics",
-                          "context"}, sorted(r)
+                          "warnings", "context"}, sorted(r)
+        assert all(isinstance(w, str) for w in r["warnings"]), r
         assert set(r["context"]) == set(CONTEXT), sorted(r["context"])
         # No member at two levels.
         assert not set(r["params"]) & set(r["metrics"]), r
@@ -133,16 +135,25 @@ def hackbench_spinners_report_wake_costs():
 @test
 def schbench_counts_and_percentiles():
     recs = records(bench("schbench", "--messages", "2",
-                         "--workers-per-message", "2", "--runtime", "1",
-                         "--think-us", "5", "--workers", "2", "--json"))
+                         "--workers-per-message", "2", "--runtime", "2",
+                         "--warmup", "0", "--think-us", "5", "--sleep-us",
+                         "3", "--workers", "2", "--json"))
     assert [r["mode"] for r in recs] == ["fiber", "threads"], recs
     for r in recs:
-        m = r["metrics"]
+        p, m = r["params"], r["metrics"]
+        assert (p["warmup_s"], p["sleep_us"]) == (0, 3), p
         assert m["requests"] > 0 and m["requests_per_sec"] > 0, r
-        # Warm-up wakeups and the stop wakeups are taken, not timed.
+        # The stop wakeups are taken, not timed.
         assert m["wakeups"] >= m["requests"] + 4, r
-        ordered(m, ["wakeup_%s_us" % p for p in
-                    ("p50", "p75", "p90", "p95", "p99", "p99.5", "p99.9")])
+        for what in ("wakeup", "request"):
+            ordered(m, ["%s_%s_us" % (what, p) for p in
+                        ("p50", "p75", "p90", "p95", "p99", "p99.5",
+                         "p99.9", "max")])
+            assert 0 <= m[what + "_min_us"] <= m[what + "_p50_us"], m
+        # One RPS sample per whole second after the warm-up: 2 s, none.
+        assert m["rps_samples"] == 2, m
+        ordered(m, ["rps_min", "rps_p20", "rps_p50", "rps_p90", "rps_max"])
+    bench("schbench", "-r", "2", "-w", "2", expect_rc=2)
 
 
 @test
@@ -244,6 +255,115 @@ def json_context():
     c = records(proc.stdout)[0]["context"]
     assert c["topology"] == "pack:1 l3:1 core:2 pu:1", c
     assert c["topology_source"] == "LIBFIBER_TOPOLOGY", c
+
+
+def run_compat(name, *args):
+    out = bench(name, "--format", "compat", *args)
+    assert "{" not in out, out
+    return out
+
+
+@test
+def hackbench_compat_output():
+    # What rt-tests' users parse: "Time: S" (mmtests, LKP: ^Time:).
+    out = run_compat("hackbench", "-g", "2", "-f", "3", "-l", "10")
+    assert re.search(r"^Running in fiber mode with 2 groups using 6 file "
+                     r"descriptors each \(== 12 tasks\)$", out, re.M), out
+    assert re.search(r"^Each sender will pass 10 messages of 100 bytes$",
+                     out, re.M), out
+    times = re.findall(r"^Time: (\d+\.\d{3})$", out, re.M)
+    assert len(times) == 1, out  # the fiber mode only
+    out = run_compat("hackbench", "-g", "1", "-f", "2", "-l", "5", "-T")
+    assert "Running in threaded mode" in out, out
+    assert len(re.findall(r"^Time: \d+\.\d{3}$", out, re.M)) == 1, out
+
+
+@test
+def pipe_pingpong_compat_output():
+    # What perf bench sched pipe's users parse: total time, usecs/op,
+    # ops/sec.
+    out = run_compat("pipe-pingpong", "-l", "2000")
+    assert out.startswith("# Running 'sched/pipe' benchmark:\n"), out
+    assert re.search(r"^# Executed 2000 pipe operations between two "
+                     r"fibers$", out, re.M), out
+    total = float(re.search(r"^\s+Total time: (\d+\.\d{3}) \[sec\]$", out,
+                            re.M).group(1))
+    usecs = float(re.search(r"^\s+(\d+\.\d{6}) usecs/op$", out,
+                            re.M).group(1))
+    ops = int(re.search(r"^\s+(\d+) ops/sec$", out, re.M).group(1))
+    # One pair: ops/sec and usecs/op are each other's inverse, and the
+    # total time is the loops' (to its printed precision).
+    assert abs(ops * usecs / 1e6 - 1) < 0.01, (ops, usecs)
+    assert abs(total - usecs * 2000 / 1e6) <= 0.0011, (total, usecs)
+    out = run_compat("pipe-pingpong", "-l", "500", "-T")
+    assert "between two threads" in out, out
+
+
+SCHBENCH_BLOCK = re.compile(
+    r"^(Wakeup Latencies|Request Latencies) percentiles \(usec\) runtime "
+    r"(\d+) \(s\) \((\d+) total samples\)\n"
+    r"((?:\t[* ] \d+\.\dth: \d+ +\(\d+ samples\)\n)+)"
+    r"\t  min=(\d+), max=(\d+)$", re.M)
+SCHBENCH_RPS = re.compile(
+    r"^RPS percentiles \(requests\) runtime (\d+) \(s\) \((\d+) total "
+    r"samples\)\n((?:\t[* ] \d+\.\dth: \d+ +\(\d+ samples\)\n)*)"
+    r"\t  min=(\d+), max=(\d+)$", re.M)
+SCHBENCH_LINE = re.compile(r"\t([* ]) (\d+\.\d)th: (\d+) +\((\d+) samples\)")
+
+
+@test
+def schbench_compat_output():
+    # What schbench's users parse (mmtests' extract-schbench, LKP): the
+    # wakeup and request latency blocks, the RPS block, average rps.
+    out = run_compat("schbench", "-m", "1", "-t", "2", "-r", "2", "-w",
+                     "0", "-c", "5")
+    blocks = SCHBENCH_BLOCK.findall(out)
+    assert [b[0] for b in blocks] == ["Wakeup Latencies",
+                                      "Request Latencies"], out
+    for label, runtime, total, lines, lo, hi in blocks:
+        assert runtime == "2" and int(total) > 0, out
+        pct = SCHBENCH_LINE.findall(lines)
+        assert [p[1] for p in pct] == ["50.0", "90.0", "99.0", "99.9"], out
+        assert [p[0] for p in pct] == [" ", " ", "*", " "], out
+        vals = [int(p[2]) for p in pct]
+        assert int(lo) <= vals[0] and vals == sorted(vals) and \
+            vals[-1] <= int(hi), out
+        assert sum(int(p[3]) for p in pct) <= int(total), out
+    rps = SCHBENCH_RPS.search(out)
+    assert rps and rps.group(1) == "2" and rps.group(2) == "2", out
+    pct = SCHBENCH_LINE.findall(rps.group(3))
+    assert [p[1] for p in pct] == ["20.0", "50.0", "90.0"], out
+    assert [p[0] for p in pct] == [" ", "*", " "], out
+    assert sum(int(p[3]) for p in pct) == 2, out
+    assert re.search(r"^average rps: \d+\.\d\d$", out, re.M), out
+
+
+@test
+def tables_have_min_max_and_samples():
+    out = bench("pipe-pingpong", "-l", "500", "--latency")
+    head = [l for l in out.splitlines() if l.startswith("mode ")][-1]
+    assert head.split() == ["mode", "samples", "min", "p50", "p90", "p99",
+                            "p99.9", "max"], out
+    out = bench("schbench", "-t", "1", "-r", "1", "--fibers")
+    for title in ("wakeup latency (us)", "request latency (us)"):
+        head = [l for l in out.splitlines() if l.startswith(title)][0]
+        assert head.split()[3:] == ["samples", "min", "p50", "p75", "p90",
+                                    "p95", "p99", "p99.5", "p99.9",
+                                    "max"], out
+    assert re.search(r"^host \S+: .* CPUs.*; libfiber ", out, re.M), out
+
+
+@test
+def short_runs_warn():
+    out, err = bench("hackbench", "-g", "1", "-f", "2", "-l", "5",
+                     "--fibers", "--json", stderr=True)
+    rec = records(out)[0]
+    assert any(w.startswith("fiber: the measured run lasted")
+               for w in rec["warnings"]), rec["warnings"]
+    assert "hackbench: warning: fiber: the measured run lasted" in err, err
+    out, err = bench("pipe-pingpong", "-l", "100", "--latency", "--fibers",
+                     stderr=True)
+    assert "samples leave 0 above p99.9" in err, err
 
 
 @test
