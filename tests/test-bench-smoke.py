@@ -16,6 +16,7 @@ requests run) and percentiles are ordered.  Then bench/compare --selftest
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -366,31 +367,142 @@ def short_runs_warn():
     assert "samples leave 0 above p99.9" in err, err
 
 
+COMPARE = os.path.join(SOURCE, "bench", "compare")
+
+
+def compare_module():
+    """bench/compare as a module, with its statistics in the standard
+    library's versions (scipy or not)."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("compare", COMPARE)
+    spec = importlib.util.spec_from_loader("compare", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    mod.scipy_stats = None
+    return mod
+
+
+def run_compare(*args, timeout=300):
+    proc = subprocess.run([sys.executable, COMPARE] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, proc.stderr
+
+
 @test
 def compare_selftest():
-    proc = subprocess.run([sys.executable,
-                           os.path.join(SOURCE, "bench", "compare"),
-                           "--selftest"], stdout=subprocess.PIPE, text=True)
-    assert proc.returncode == 0, proc.stdout
+    out, _ = run_compare("--selftest")
+    assert out.rstrip().endswith("all passed"), out
+
+
+@test
+def compare_mann_whitney_known_values():
+    c = compare_module()
+    # Separated samples of 5: U = 0, exact p = 2 / C(10, 5).
+    u, p, how = c.mann_whitney([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])
+    assert (u, how) == (0, "exact") and abs(p - 2 / 252) < 1e-12, (u, p)
+    # The textbook example of scipy's documentation: U = 17, exact
+    # p = 0.1111..., normal approximation p = 0.11134688653314041.
+    males, females = [19, 22, 16, 29, 24], [20, 11, 17, 12]
+    u, p, how = c.mann_whitney(males, females)
+    assert (u, how) == (17, "exact") and abs(p - 1 / 9) < 1e-12, (u, p)
+    c.EXACT_MWU_MAX = 0
+    u, p, how = c.mann_whitney(males, females)
+    assert how == "asymptotic" and abs(p - 0.11134688653314041) < 1e-9, p
+    # Ties: U counts them as halves.
+    u, p, how = c.mann_whitney([1, 2, 2, 3], [2, 3, 4, 5])
+    assert u == 2.5 and how == "asymptotic", (u, how)
+
+
+@test
+def compare_bootstrap_is_seeded():
+    c = compare_module()
+    a, b = [10.0, 10.5, 9.8, 10.2, 10.1], [11.0, 11.4, 10.9, 11.2, 11.6]
+    one = c.bootstrap_ci("ns_per_op", a, b, 1000, c.random.Random(42))
+    two = c.bootstrap_ci("ns_per_op", a, b, 1000, c.random.Random(42))
+    other = c.bootstrap_ci("ns_per_op", a, b, 1000, c.random.Random(43))
+    assert one == two, (one, two)
+    assert one != other, (one, other)
+    change = c.change_pct("ns_per_op", a, b)
+    assert one[0] < change < one[1], (one, change)
+    # The plan: warm-ups first, then rounds of A and B in a seeded order.
+    p1 = c.plan(4, 1, c.random.Random(9))
+    assert p1 == c.plan(4, 1, c.random.Random(9)), p1
+    assert [w for _, w in p1] == [True] * 2 + [False] * 8, p1
+    for i in range(0, len(p1), 2):
+        assert sorted(s for s, _ in p1[i:i + 2]) == ["A", "B"], p1
+
+
+def saved_compare(tmp, a, b, metric="ns_per_fiber"):
+    """An OUT.json as compare writes it, with fixed values."""
+    path = os.path.join(tmp, "fixed.json")
+    side = {"features": "", "env": {}, "build": BUILD, "mode": "fiber",
+            "contexts": [None] * len(a), "warnings": [],
+            "others": [0.0] * len(a)}
+    with open(path, "w") as f:
+        json.dump({"bench": "create-join", "args": [], "k": len(a),
+                   "warmup": 1, "seed": 1, "load_start": 0.0,
+                   "A": dict(side, label="A", values={metric: a}),
+                   "B": dict(side, label="B", values={metric: b})}, f)
+    return path
+
+
+@test
+def compare_tables_and_cov_warning_on_fixed_data():
+    with tempfile.TemporaryDirectory() as tmp:
+        # A quiet shift of +20%: significant, no CoV warning.
+        path = saved_compare(tmp, [100, 101, 99, 100.5, 99.5],
+                             [120, 121, 119, 120.5, 119.5])
+        out, _ = run_compare("--load", path, "--no-plot", "--out",
+                             os.path.join(tmp, "o"))
+        for stat in ("Amean", "Hmean", "Stddev", "CoeffVar", "Min", "Max"):
+            assert re.search(r"^%s +ns_per_fiber " % stat, out, re.M), out
+        # Lower is better for a time: B's gain is -20%, marked.
+        assert re.search(r"^Amean +ns_per_fiber +100\.00 \(   0\.00%\) "
+                         r"+120\.00 \* -20\.00%\*$", out, re.M), out
+        assert re.search(r"^ns_per_fiber \(am\) +\+20\.0% ", out, re.M), out
+        assert "CoV above" not in out, out
+        # U of A: no A run above a B run.
+        assert re.search(r" 0\.0 +0\.0079\*$", out, re.M), out
+        # A noisy A: CoV 20% is named in a warning.
+        path = saved_compare(tmp, [80, 100, 120, 80, 120],
+                             [100, 101, 99, 100, 100])
+        out, _ = run_compare("--load", path, "--no-plot", "--out",
+                             os.path.join(tmp, "o"))
+        warn = [l for l in out.splitlines() if "CoV above 5%" in l]
+        assert warn and "ns_per_fiber (A 20.0%)" in warn[0], out
 
 
 @test
 def compare_runs_both_sides():
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "cmp")
-        proc = subprocess.run(
-            [sys.executable, os.path.join(SOURCE, "bench", "compare"),
-             "--build", BUILD, "--bench", "create-join", "-k", "2",
-             "--b", "NO_WA_IDLE", "--out", out, "--", "--fibers", "500"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            timeout=120)
-        assert proc.returncode == 0, proc.stderr
-        assert "ns_per_fiber (am)" in proc.stdout, proc.stdout
-        assert "fibers_per_sec (hm)" in proc.stdout, proc.stdout
+        stdout, stderr = run_compare(
+            "--a-build", BUILD, "--b-build", BUILD, "--bench",
+            "create-join", "-k", "2", "--warmup", "1", "--seed", "3",
+            "--b", "NO_WA_IDLE", "--b-env", "LIBFIBER_IDLE_POLL_US=5",
+            "--out", out, "--", "--fibers", "500")
+        assert "Amean     ns_per_fiber" in stdout, stdout
+        assert "ns_per_fiber (am)" in stdout, stdout
+        assert "fibers_per_sec (hm)" in stdout, stdout
+        assert re.search(r"compare: run 6/6: [AB], \d+:\d\d elapsed, ETA",
+                         stderr), stderr
         with open(out + ".json") as f:
             data = json.load(f)
         assert len(data["A"]["values"]["ns_per_fiber"]) == 2, data
         assert len(data["B"]["values"]["ns_per_fiber"]) == 2, data
+        assert [w for _, w in data["order"]] == ["warm-up"] * 2 + \
+            ["measured"] * 4, data["order"]
+        # What each side ran with is in its records' context.
+        a, b = data["A"]["contexts"][0], data["B"]["contexts"][0]
+        assert "WA_IDLE" in a["features"].split(), a
+        assert "NO_WA_IDLE" in b["features"].split(), b
+        assert b["env"].get("LIBFIBER_IDLE_POLL_US") == "5", b
+        assert "LIBFIBER_IDLE_POLL_US" not in a["env"], a
+        if shutil.which("gnuplot"):
+            assert os.path.getsize(out + ".png") > 1000
 
 
 def main():
