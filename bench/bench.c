@@ -33,11 +33,15 @@ void bench_die(const char *fmt, ...)
 	exit(1);
 }
 
+/* The command as typed (fiber-hackbench when installed), for "Usage:" and
+ * "Try"; bench_name until bench_parse() has seen argv[0]. */
+static const char *command = bench_name;
+
 void bench_bad_arg(const char *opt, const char *val, const char *expected)
 {
 	fprintf(stderr, "%s: %s: invalid value '%s' (expected %s)\n",
 		bench_name, opt, val, expected);
-	fprintf(stderr, "Try '%s --help'.\n", bench_name);
+	fprintf(stderr, "Try '%s --help'.\n", command);
 	exit(2);
 }
 
@@ -231,7 +235,7 @@ static void print_help(const struct bench_opt *opts, size_t nr,
 	bool other = false;
 	size_t i;
 
-	printf("Usage: %s [OPTION]...\n%s\n", bench_name, intro);
+	printf("Usage: %s [OPTION]...\n%s\n", command, intro);
 	for (i = 0; i < nr; i++)
 		if (opts[i].kind != BENCH_ARG_REFUSED)
 			help_option(&opts[i]);
@@ -300,7 +304,7 @@ static void bad_option(int c, char **argv)
 	}
 	fprintf(stderr, "%s: %s '%s'\nTry '%s --help'.\n", bench_name,
 		c == ':' ? "missing value for" : "unknown option", what,
-		bench_name);
+		command);
 	exit(2);
 }
 
@@ -320,6 +324,9 @@ void bench_parse(int argc, char **argv, const struct bench_opt *opts, size_t nr,
 	if (!opt_longs || !opt_shorts)
 		bench_die("out of memory for the option tables");
 	bench_context_start(argc, argv);
+	if (argc > 0 && argv[0][0])
+		command = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 :
+						  argv[0];
 	build_getopt(opts, nr, opt_shorts, opt_longs);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, opt_shorts, opt_longs, NULL)) !=

@@ -367,6 +367,23 @@ def short_runs_warn():
     assert "samples leave 0 above p99.9" in err, err
 
 
+@test
+def installed_name_in_messages():
+    # Installed as fiber-hackbench (a link), the program names itself so.
+    with tempfile.TemporaryDirectory() as tmp:
+        link = os.path.join(tmp, "fiber-hackbench")
+        os.symlink(os.path.join(BUILD, "bench", "hackbench"), link)
+        proc = subprocess.run([link, "-h"], stdout=subprocess.PIPE,
+                              text=True, timeout=60)
+        assert proc.stdout.startswith("Usage: fiber-hackbench "), proc.stdout
+        proc = subprocess.run([link, "-P"], stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        proc = subprocess.run([link, "-Q"], stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+        assert "Try 'fiber-hackbench --help'." in proc.stderr, proc.stderr
+
+
 COMPARE = os.path.join(SOURCE, "bench", "compare")
 
 
