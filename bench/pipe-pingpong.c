@@ -77,7 +77,7 @@ enum dir { TO_PONG, TO_PING, NR_DIRS };
 struct options {
 	unsigned long pairs;
 	unsigned long loops;
-	unsigned long thread_loops; /* 0: min(loops, THREAD_LOOPS_CAP) */
+	unsigned long thread_loops; /* 0: loops if given, else the cap */
 	uint64_t duration_ns;	    /* 0: run --loops round trips */
 	unsigned long duration_s;
 	int placement; /* enum placement */
@@ -612,6 +612,8 @@ static unsigned long thread_loops(const struct options *o)
 {
 	if (o->thread_loops)
 		return o->thread_loops;
+	if (o->loops_set)
+		return o->loops;
 	return o->loops < THREAD_LOOPS_CAP ? o->loops : THREAD_LOOPS_CAP;
 }
 
@@ -765,7 +767,8 @@ static void print_table(const struct options *o, const struct result *res,
 	       "loops", "ns/roundtrip", "roundtrips/s");
 	for (i = 0; i < nr; i++) {
 		bool mark = !strcmp(res[i].mode, "threads") &&
-			    !o->thread_loops && !o->duration_ns &&
+			    !o->thread_loops && !o->loops_set &&
+			    !o->duration_ns &&
 			    res[i].total < o->loops * o->pairs;
 
 		capped |= mark;
@@ -775,9 +778,8 @@ static void print_table(const struct options *o, const struct result *res,
 		       roundtrips_per_sec(&res[i]));
 	}
 	if (capped)
-		printf("* threads run min(--loops, %lu) round trips by default "
-		       "(a kernel round trip costs ~6-100 us); "
-		       "see --thread-loops\n",
+		printf("* without -l/--loops, threads run %lu round trips (a "
+		       "kernel round trip costs ~6-100 us); see --thread-loops\n",
 		       THREAD_LOOPS_CAP);
 	if (nr == 2)
 		printf("ratio %s/%s: %.2f\n", res[1].mode, res[0].mode,
@@ -820,8 +822,8 @@ static void parse_args(int argc, char **argv, struct options *o)
 		BENCH_ULONG(0, "thread-loops", "T", &o->thread_loops, 1,
 			    LOOPS_MAX,
 			    "round trips per pair of the threads baseline\n"
-			    "(default min(L, 50000): a kernel round trip\n"
-			    "costs ~6-100 us)"),
+			    "(default: L when -l/--loops is given, else\n"
+			    "50000: a kernel round trip costs ~6-100 us)"),
 		BENCH_CHOICE(0, "placement", "same|split", &o->placement,
 			     placement_names,
 			     "same: both sides of pair i on worker i % N;\n"

@@ -189,6 +189,9 @@ def short_options_as_the_tools_take_them():
     recs = records(bench("pipe-pingpong", "-l", "300", "-T", "--json"))
     assert [r["mode"] for r in recs] == ["threads"], recs
     assert recs[0]["params"]["loops"] == 300, recs
+    # perf's -l is the loop count of whatever runs: no cap for threads.
+    recs = records(bench("pipe-pingpong", "-l", "50001", "-T", "--json"))
+    assert recs[0]["metrics"]["roundtrips"] == 50001, recs
     # schbench: -m message threads, -t workers per message, -r runtime,
     # -c think time.
     recs = records(bench("schbench", "-m", "2", "-t", "1", "-r", "1",
