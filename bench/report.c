@@ -141,7 +141,7 @@ void bench_check_duration(const char *mode, uint64_t elapsed_ns,
 {
 	if (elapsed_ns >= BENCH_MIN_RUN_NS)
 		return;
-	bench_warn("%s: the measured run lasted %.3f s, less than %.1f s: "
+	bench_warn("%s: the measured run lasted %.4f s, less than %.1f s: "
 		   "one tick, preemption or migration weighs on it; raise %s",
 		   mode, elapsed_ns / 1e9, BENCH_MIN_RUN_NS / 1e9, raise);
 }
