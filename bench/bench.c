@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * bench.c - the helpers of bench.h: what every benchmark program needs and
- * should say the same way (error messages, exit statuses, option values,
- * the feature string and layout of its JSON records, latency histograms).
+ * should say the same way (error messages, exit statuses, the command line,
+ * starting the runtime, latency histograms).  The records and the context
+ * of a run are in report.c.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* CPU_COUNT */
@@ -32,66 +33,330 @@ void bench_die(const char *fmt, ...)
 	exit(1);
 }
 
+/* The command as typed (fiber-hackbench when installed), for "Usage:" and
+ * "Try"; bench_name until bench_parse() has seen argv[0]. */
+static const char *command = bench_name;
+
 void bench_bad_arg(const char *opt, const char *val, const char *expected)
 {
 	fprintf(stderr, "%s: %s: invalid value '%s' (expected %s)\n",
 		bench_name, opt, val, expected);
-	fprintf(stderr, "Try '%s --help'.\n", bench_name);
+	fprintf(stderr, "Try '%s --help'.\n", command);
 	exit(2);
 }
 
-unsigned long bench_parse_count(const char *opt, const char *val,
-				unsigned long max)
+unsigned long bench_parse_ulong(const char *opt, const char *val,
+				unsigned long min, unsigned long max)
 {
-	char expected[64];
+	char expected[80];
 	unsigned long v;
 	char *end;
 
-	snprintf(expected, sizeof(expected), "a whole number from 1 to %lu",
-		 max);
+	snprintf(expected, sizeof(expected), "a whole number from %lu to %lu",
+		 min, max);
 	if (*val < '0' || *val > '9')
 		bench_bad_arg(opt, val, expected);
 	errno = 0;
 	v = strtoul(val, &end, 10);
-	if (errno || *end || !v || v > max)
+	if (errno || *end || v < min || v > max)
 		bench_bad_arg(opt, val, expected);
 	return v;
 }
 
-void bench_getopt(int argc, char **argv, const struct option *opts, int help,
-		  const char *usage,
-		  void (*one)(void *ctx, int c, const char *val), void *ctx)
+/*
+ * The command line.  Long options get getopt_long values from OPT_BASE up
+ * (OPT_BASE + index in the table); short options are looked up in the
+ * table.  -h/--help is added to every program's table here.
+ */
+#define OPT_BASE 256
+#define OPT_HELP (OPT_BASE - 1)
+#define HELP_COLUMN 24
+
+const char *const bench_format_names[] = { "table", "compat", "json", NULL };
+
+/* The option's name for messages, as it was given: "--groups" or "-g". */
+static const char *opt_name(const struct bench_opt *o, bool as_long, char *buf,
+			    size_t len)
+{
+	if (as_long)
+		snprintf(buf, len, "--%s", o->long_name);
+	else
+		snprintf(buf, len, "-%c", o->short_name);
+	return buf;
+}
+
+static bool takes_value(const struct bench_opt *o)
+{
+	return o->metavar != NULL;
+}
+
+static void choices_text(const struct bench_opt *o, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; o->choices[i] && n < len; i++)
+		n += snprintf(buf + n, len - n, "%s'%s'", i ? ", " : "",
+			      o->choices[i]);
+}
+
+static void set_choice(const struct bench_opt *o, const char *name,
+		       const char *val)
+{
+	char expected[128];
+
+	for (int i = 0; o->choices[i]; i++) {
+		if (!strcmp(o->choices[i], val)) {
+			*(int *)o->target = i;
+			return;
+		}
+	}
+	choices_text(o, expected, sizeof(expected));
+	bench_bad_arg(name, val, expected);
+}
+
+/* set_option - give the variable of @o the value @val; @as_long: the
+ * option was given by its long name. */
+static void set_option(const struct bench_opt *o, bool as_long, const char *val)
+{
+	char buf[64];
+	const char *name = opt_name(o, as_long, buf, sizeof(buf));
+
+	if (o->given)
+		*o->given = true;
+	switch (o->kind) {
+	case BENCH_ARG_FLAG:
+		*(bool *)o->target = true;
+		break;
+	case BENCH_ARG_UINT:
+		*(unsigned int *)o->target =
+			bench_parse_ulong(name, val, o->min, o->max);
+		break;
+	case BENCH_ARG_ULONG:
+		*(unsigned long *)o->target =
+			bench_parse_ulong(name, val, o->min, o->max);
+		break;
+	case BENCH_ARG_STR:
+		*(const char **)o->target = val;
+		break;
+	case BENCH_ARG_CHOICE:
+		set_choice(o, name, val);
+		break;
+	case BENCH_ARG_IGNORED:
+		fprintf(stderr, "%s: note: %s ignored: %s\n", bench_name, name,
+			o->help);
+		break;
+	case BENCH_ARG_REFUSED:
+		fprintf(stderr, "%s: %s is not supported: %s\n", bench_name,
+			name, o->help);
+		exit(2);
+	}
+}
+
+/* The default shown in --help: the variable's value before parsing. */
+static void default_text(const struct bench_opt *o, char *buf, size_t len)
+{
+	unsigned long v = 0;
+
+	buf[0] = '\0';
+	if (strstr(o->help, "(default"))
+		return;
+	switch (o->kind) {
+	case BENCH_ARG_UINT:
+		v = *(unsigned int *)o->target;
+		break;
+	case BENCH_ARG_ULONG:
+		v = *(unsigned long *)o->target;
+		break;
+	case BENCH_ARG_CHOICE:
+		snprintf(buf, len, "(default %s)",
+			 o->choices[*(int *)o->target]);
+		return;
+	case BENCH_ARG_STR:
+		if (*(const char **)o->target)
+			snprintf(buf, len, "(default %s)",
+				 *(const char **)o->target);
+		return;
+	default:
+		return;
+	}
+	snprintf(buf, len, "(default %lu)", v);
+}
+
+/* One option in --help: "  -g, --groups G" then its help, wrapped. */
+static void help_option(const struct bench_opt *o)
+{
+	char head[96], def[96];
+	const char *line, *nl;
+	int n = 0, col;
+
+	n += snprintf(head + n, sizeof(head) - n, "  ");
+	if (o->short_name)
+		n += snprintf(head + n, sizeof(head) - n, "-%c%s",
+			      o->short_name, o->long_name ? ", " : "");
+	else
+		n += snprintf(head + n, sizeof(head) - n, "    ");
+	if (o->long_name)
+		n += snprintf(head + n, sizeof(head) - n, "--%s", o->long_name);
+	if (takes_value(o))
+		snprintf(head + n, sizeof(head) - n, " %s", o->metavar);
+	fputs(head, stdout);
+	col = (int)strlen(head);
+	if (col > HELP_COLUMN - 2) {
+		putchar('\n');
+		col = 0;
+	}
+	default_text(o, def, sizeof(def));
+	for (line = o->help; line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		printf("%*s%.*s", HELP_COLUMN - col, "",
+		       nl ? (int)(nl - line) : (int)strlen(line), line);
+		col = HELP_COLUMN + (nl ? (int)(nl - line) : (int)strlen(line));
+		if (nl) {
+			putchar('\n');
+			col = 0;
+		}
+	}
+	if (*def) {
+		if (col + 1 + (int)strlen(def) > 79)
+			printf("\n%*s%s", HELP_COLUMN, "", def);
+		else
+			printf(" %s", def);
+	}
+	putchar('\n');
+}
+
+static void print_help(const struct bench_opt *opts, size_t nr,
+		       const char *intro, const char *outro)
+{
+	static const struct bench_opt help = { .short_name = 'h',
+					       .long_name = "help",
+					       .help = "this text" };
+	bool other = false;
+	size_t i;
+
+	printf("Usage: %s [OPTION]...\n%s\n", command, intro);
+	for (i = 0; i < nr; i++)
+		if (opts[i].kind != BENCH_ARG_REFUSED)
+			help_option(&opts[i]);
+	help_option(&help);
+	for (i = 0; i < nr; i++) {
+		if (opts[i].kind != BENCH_ARG_REFUSED)
+			continue;
+		if (!other)
+			printf("\nOptions of the original tool that this one "
+			       "does not have (exit 2):\n");
+		other = true;
+		help_option(&opts[i]);
+	}
+	if (outro && *outro)
+		printf("\n%s", outro);
+	exit(0);
+}
+
+/* The getopt_long tables of @opts: ":h" then each short name. */
+static void build_getopt(const struct bench_opt *opts, size_t nr, char *shorts,
+			 struct option *longs)
+{
+	size_t i, s = 0, l = 0;
+
+	shorts[s++] = ':';
+	shorts[s++] = 'h';
+	for (i = 0; i < nr; i++) {
+		if (opts[i].short_name) {
+			shorts[s++] = (char)opts[i].short_name;
+			if (takes_value(&opts[i]))
+				shorts[s++] = ':';
+		}
+		if (opts[i].long_name)
+			longs[l++] =
+				(struct option){ opts[i].long_name,
+						 takes_value(&opts[i]) ?
+							 required_argument :
+							 no_argument,
+						 NULL, OPT_BASE + (int)i };
+	}
+	shorts[s] = '\0';
+	longs[l++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
+	longs[l] = (struct option){ NULL, 0, NULL, 0 };
+}
+
+static const struct bench_opt *find_short(const struct bench_opt *opts,
+					  size_t nr, int c)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (opts[i].short_name == c)
+			return &opts[i];
+	return NULL;
+}
+
+static void bad_option(int c, char **argv)
 {
 	char shortopt[3] = "-?";
 	const char *what;
+
+	/* An unknown short option ("-x4") leaves optind on its word until
+	 * the word is used up: name it by optopt. */
+	what = argv[optind - 1];
+	if (optopt > 0 && optopt < 128 && strncmp(what, "--", 2)) {
+		shortopt[1] = (char)optopt;
+		what = shortopt;
+	}
+	fprintf(stderr, "%s: %s '%s'\nTry '%s --help'.\n", bench_name,
+		c == ':' ? "missing value for" : "unknown option", what,
+		command);
+	exit(2);
+}
+
+/* getopt_long's tables while bench_parse() runs: file-scope, so that the
+ * exits on the way (--help, a bad option) leave nothing unreachable. */
+static struct option *opt_longs;
+static char *opt_shorts;
+
+void bench_parse(int argc, char **argv, const struct bench_opt *opts, size_t nr,
+		 const char *intro, const char *outro)
+{
+	const struct bench_opt *o;
 	int c;
 
+	opt_longs = calloc(nr + 2, sizeof(*opt_longs));
+	opt_shorts = malloc(2 * nr + 3);
+	if (!opt_longs || !opt_shorts)
+		bench_die("out of memory for the option tables");
+	bench_context_start(argc, argv);
+	if (argc > 0 && argv[0][0])
+		command = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 :
+						  argv[0];
+	build_getopt(opts, nr, opt_shorts, opt_longs);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-		if (c == help) {
-			fputs(usage, stdout);
-			exit(0);
-		}
-		if (c != ':' && c != '?') {
-			one(ctx, c, optarg);
-			continue;
-		}
-		/* An unknown short option ("-g4") leaves optind on its
-		 * word until the word is used up: name it by optopt. */
-		what = argv[optind - 1];
-		if (c == '?' && optopt > 0 && optopt < 128) {
-			shortopt[1] = (char)optopt;
-			what = shortopt;
-		}
-		fprintf(stderr, "%s: %s '%s'\nTry '%s --help'.\n", bench_name,
-			c == ':' ? "missing value for" : "unknown option", what,
-			bench_name);
-		exit(2);
+	while ((c = getopt_long(argc, argv, opt_shorts, opt_longs, NULL)) !=
+	       -1) {
+		if (c == 'h' || c == OPT_HELP)
+			print_help(opts, nr, intro, outro);
+		if (c == ':' || c == '?')
+			bad_option(c, argv);
+		o = c >= OPT_BASE ? &opts[c - OPT_BASE] :
+				    find_short(opts, nr, c);
+		set_option(o, c >= OPT_BASE, optarg);
 	}
 	if (optind < argc) {
 		fprintf(stderr, "%s: unexpected argument '%s'\n", bench_name,
 			argv[optind]);
 		exit(2);
+	}
+	free(opt_longs);
+	free(opt_shorts);
+	opt_longs = NULL;
+	opt_shorts = NULL;
+}
+
+void bench_common_finish(struct bench_common *c, bool other_mode)
+{
+	if (c->json)
+		c->format = BENCH_FORMAT_JSON;
+	if (!c->fibers && !c->threads && !other_mode) {
+		c->fibers = true;
+		c->threads = c->format != BENCH_FORMAT_COMPAT;
 	}
 }
 
@@ -101,24 +366,6 @@ uint64_t bench_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* json_escape - write @s to @f as the inside of a JSON string. */
-static void json_escape(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", *s);
-		else
-			fputc(*s, f);
-	}
-}
-
-void bench_json_string(const char *s)
-{
-	json_escape(stdout, s);
 }
 
 static char *features_string(void)
@@ -143,6 +390,7 @@ static char *features_string(void)
 char *bench_start_runtime(unsigned int workers, const char *features)
 {
 	struct fiber_config cfg = { .workers = workers };
+	char *feats;
 	int err;
 
 	err = fiber_init(&cfg);
@@ -164,7 +412,9 @@ char *bench_start_runtime(unsigned int workers, const char *features)
 			exit(2);
 		}
 	}
-	return features_string();
+	feats = features_string();
+	bench_context_runtime(feats);
+	return feats;
 }
 
 unsigned int bench_nr_cpus(void)
@@ -191,106 +441,6 @@ int bench_worker_cpu(unsigned int w)
 			return cpu;
 	}
 	return 0;
-}
-
-/*
- * JSON records.  Main thread only, one record at a time.  The members are
- * collected first and printed twice: flat at the top level (the one-line
- * format of the pipe-pingpong issue: "workers", "ns_per_roundtrip", ...
- * next to "bench" and "mode") and grouped under "params" and "metrics"
- * (what bench/compare reads).
- */
-static FILE *json_part;	  /* the group being collected */
-static char *json_buf[2]; /* params, metrics */
-static size_t json_len[2];
-static int json_group;
-static bool json_first; /* no member printed yet in the group */
-static char json_head[512];
-
-static void json_start_group(int g)
-{
-	if (json_part)
-		fclose(json_part);
-	json_group = g;
-	free(json_buf[g]);
-	json_buf[g] = NULL;
-	json_len[g] = 0;
-	json_part = open_memstream(&json_buf[g], &json_len[g]);
-	if (!json_part)
-		bench_die("out of memory for a JSON record");
-	json_first = true;
-}
-
-static void json_key(const char *key)
-{
-	fprintf(json_part, "%s\"", json_first ? "" : ",");
-	json_escape(json_part, key);
-	fprintf(json_part, "\":");
-	json_first = false;
-}
-
-void bench_json_open(const char *bench, const char *mode)
-{
-	FILE *mem;
-	char *b = NULL;
-	size_t n = 0;
-
-	mem = open_memstream(&b, &n);
-	if (!mem)
-		bench_die("out of memory for a JSON record");
-	fprintf(mem, "\"bench\":\"");
-	json_escape(mem, bench);
-	fprintf(mem, "\",\"mode\":\"");
-	json_escape(mem, mode);
-	fprintf(mem, "\"");
-	fclose(mem);
-	snprintf(json_head, sizeof(json_head), "%s", b);
-	free(b);
-	json_start_group(0);
-}
-
-void bench_json_uint(const char *key, unsigned long long v)
-{
-	json_key(key);
-	fprintf(json_part, "%llu", v);
-}
-
-void bench_json_double(const char *key, double v)
-{
-	json_key(key);
-	fprintf(json_part, "%.10g", v);
-}
-
-void bench_json_str(const char *key, const char *v)
-{
-	json_key(key);
-	fputc('"', json_part);
-	json_escape(json_part, v);
-	fputc('"', json_part);
-}
-
-void bench_json_metrics(void)
-{
-	json_start_group(1);
-}
-
-void bench_json_close(const char *features)
-{
-	const char *p, *m;
-
-	fclose(json_part);
-	json_part = NULL;
-	p = json_buf[0] ? json_buf[0] : "";
-	m = json_buf[1] ? json_buf[1] : "";
-	printf("{%s%s%s%s%s,\"features\":\"", json_head, *p ? "," : "", p,
-	       *m ? "," : "", m);
-	bench_json_string(features);
-	printf("\",\"params\":{%s},\"metrics\":{%s}}\n", p, m);
-	fflush(stdout);
-	for (int g = 0; g < 2; g++) {
-		free(json_buf[g]);
-		json_buf[g] = NULL;
-	}
 }
 
 /* Latency histograms. */
@@ -380,4 +530,14 @@ uint64_t bench_hist_percentile(const struct bench_hist *h, double p)
 	if (v > h->max)
 		v = h->max;
 	return v;
+}
+
+uint64_t bench_hist_count_upto(const struct bench_hist *h, uint64_t v)
+{
+	unsigned int i, last = hist_index(v);
+	uint64_t n = 0;
+
+	for (i = 0; i <= last && i < BENCH_HIST_BUCKETS; i++)
+		n += h->bucket[i];
+	return n;
 }

@@ -21,7 +21,6 @@
 #define _GNU_SOURCE 1 /* CPU_SET */
 #endif
 #include <errno.h>
-#include <getopt.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -35,16 +34,14 @@
 #define PROG "create-join"
 #define FIBERS_DEFAULT 1000000UL
 #define BATCH_MAX 10000000UL
-#define WORKERS_MAX 4096UL
 #define FIBERS_MAX 1000000000000UL
 
 struct options {
 	unsigned long fibers;
 	unsigned long batch;
-	unsigned int workers;
+	int from; /* index in from_names[] */
 	bool from_main;
-	bool json;
-	const char *features;
+	struct bench_common c;
 };
 
 /* Written by the creator, read by main after the creator is done. */
@@ -130,103 +127,62 @@ static void print_result(const struct options *o, const struct run *r,
 	double rate = o->fibers * 1e9 / r->elapsed_ns;
 	const char *from = o->from_main ? "main" : "fiber";
 
-	if (!o->json) {
+	bench_check_duration("fiber", r->elapsed_ns, "--fibers");
+	bench_context_finish();
+	/* No tool to imitate: --format compat prints the table. */
+	if (o->c.format != BENCH_FORMAT_JSON) {
 		printf("create-join: from %s, batch %lu, features: %s\n", from,
 		       o->batch, features);
 		printf("%7s %10s %12s %12s\n", "workers", "fibers", "ns/fiber",
 		       "fibers/s");
-		printf("%7u %10lu %12.1f %12.0f\n", o->workers, o->fibers, ns,
+		printf("%7u %10lu %12.1f %12.0f\n", o->c.workers, o->fibers, ns,
 		       rate);
+		bench_context_line();
 		return;
 	}
 	bench_json_open("create-join", "fiber");
 	bench_json_str("from", from);
-	bench_json_uint("workers", o->workers);
+	bench_json_uint("workers", o->c.workers);
 	bench_json_uint("fibers", o->fibers);
 	bench_json_uint("batch", o->batch);
 	bench_json_metrics();
 	bench_json_double("ns_per_fiber", ns);
 	bench_json_double("fibers_per_sec", rate);
-	bench_json_close(features);
+	bench_json_close();
 }
 
-static const char usage_text[] =
-	"Usage: " PROG " [OPTION]...\n"
+static const char intro_text[] =
 	"Create fibers that return at once and join them; report fibers\n"
-	"per second and nanoseconds per create + join.\n"
-	"\n"
-	"  --fibers N       fibers to create and join (default 1000000)\n"
-	"  --workers W      workers (default 1)\n"
-	"  --batch B        create B fibers, then join the B (default 1:\n"
-	"                   each fiber is joined before the next is made)\n"
-	"  --from fiber|main\n"
-	"                   who creates: a fiber pinned to worker 0\n"
-	"                   (default) or the main thread\n"
-	"  --features STR   fiber_sched_features_set(STR) after fiber_init\n"
-	"  --json           one JSON object on one line: bench, mode,\n"
-	"                   params, metrics, features\n"
-	"  --help           this text\n"
-	"\n"
+	"per second and nanoseconds per create + join.\n";
+
+static const char outro_text[] =
 	"A warm-up of 1% of N fibers runs first, untimed; then\n"
 	"  ns_per_fiber   = elapsed_ns / fibers\n"
 	"  fibers_per_sec = fibers / elapsed_s\n";
 
-enum {
-	OPT_FIBERS = 256,
-	OPT_WORKERS,
-	OPT_BATCH,
-	OPT_FROM,
-	OPT_FEATURES,
-	OPT_JSON,
-	OPT_HELP,
-};
-
-static const struct option long_opts[] = {
-	{ "fibers", required_argument, NULL, OPT_FIBERS },
-	{ "workers", required_argument, NULL, OPT_WORKERS },
-	{ "batch", required_argument, NULL, OPT_BATCH },
-	{ "from", required_argument, NULL, OPT_FROM },
-	{ "features", required_argument, NULL, OPT_FEATURES },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
-};
-
-static void parse_one(void *ctx, int c, const char *arg)
-{
-	struct options *o = ctx;
-
-	switch (c) {
-	case OPT_FIBERS:
-		o->fibers = bench_parse_count("--fibers", arg, FIBERS_MAX);
-		break;
-	case OPT_WORKERS:
-		o->workers = bench_parse_count("--workers", arg, WORKERS_MAX);
-		break;
-	case OPT_BATCH:
-		o->batch = bench_parse_count("--batch", arg, BATCH_MAX);
-		break;
-	case OPT_FROM:
-		if (!strcmp(arg, "main"))
-			o->from_main = true;
-		else if (strcmp(arg, "fiber"))
-			bench_bad_arg("--from", arg, "'fiber' or 'main'");
-		break;
-	case OPT_FEATURES:
-		o->features = arg;
-		break;
-	case OPT_JSON:
-		o->json = true;
-		break;
-	}
-}
+static const char *const from_names[] = { "fiber", "main", NULL };
 
 static void parse_args(int argc, char **argv, struct options *o)
 {
+	const struct bench_opt opts[] = {
+		BENCH_ULONG(0, "fibers", "N", &o->fibers, 1, FIBERS_MAX,
+			    "fibers to create and join"),
+		BENCH_ULONG(0, "batch", "B", &o->batch, 1, BATCH_MAX,
+			    "create B fibers, then join the B (1: each\n"
+			    "fiber is joined before the next is made)"),
+		BENCH_CHOICE(0, "from", "fiber|main", &o->from, from_names,
+			     "who creates: a fiber pinned to worker 0, or\n"
+			     "the main thread"),
+		BENCH_OPTS_RUNTIME(&o->c),
+	};
+
 	*o = (struct options){ .fibers = FIBERS_DEFAULT,
 			       .batch = 1,
-			       .workers = 1 };
-	bench_getopt(argc, argv, long_opts, OPT_HELP, usage_text, parse_one, o);
+			       .c.workers = 1 };
+	bench_parse(argc, argv, opts, sizeof(opts) / sizeof(opts[0]),
+		    intro_text, outro_text);
+	bench_common_finish(&o->c, false);
+	o->from_main = o->from == 1;
 	if (o->batch > o->fibers)
 		o->batch = o->fibers;
 }
@@ -243,7 +199,7 @@ int main(int argc, char **argv)
 	r.handles = calloc(o.batch, sizeof(*r.handles));
 	if (!r.handles)
 		bench_die("out of memory for a batch of %lu", o.batch);
-	features = bench_start_runtime(o.workers, o.features);
+	features = bench_start_runtime(o.c.workers, o.c.features);
 	if (o.from_main)
 		creator(&r);
 	else

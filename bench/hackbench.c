@@ -45,7 +45,6 @@
 #define _GNU_SOURCE 1
 #endif
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -68,7 +67,7 @@
 #define LOOPS_MAX 100000000UL
 /* A write of up to PIPE_BUF (4096) bytes is atomic on an OS pipe. */
 #define DATASIZE_MAX 4096UL
-#define WORKERS_MAX 4096UL
+#define WORKERS_MAX BENCH_WORKERS_MAX
 /* Bytes a fiber pipe buffers: 64 KiB, the default size of an OS pipe. */
 #define FPIPE_CAPACITY 65536
 /* A spinner's usleep() between two yields: picked, short next to a 1 ms
@@ -83,13 +82,10 @@ struct options {
 	unsigned long fds;
 	unsigned long loops;
 	unsigned long datasize;
-	unsigned int workers;
 	unsigned int spinners;
 	bool spin_senders;
-	bool fibers;
-	bool threads;
-	bool json;
-	const char *features;
+	bool pipe; /* -p: what runs anyway */
+	struct bench_common c;
 };
 
 struct member;
@@ -404,7 +400,7 @@ static void member_attr(const struct options *o, unsigned long i,
 	if (!o->spin_senders)
 		return;
 	CPU_ZERO(&set);
-	for (w = 0; w < o->workers; w++)
+	for (w = 0; w < o->c.workers; w++)
 		if ((w < o->spinners) == sender)
 			CPU_SET(w, &set);
 	fiber_attr_setaffinity(a, sizeof(set), &set);
@@ -518,11 +514,10 @@ static double per_wakeup(const struct result *r, long long n)
 	return r->placements ? (double)n / (double)r->placements : 0.0;
 }
 
-static void print_json(const struct options *o, const struct result *r,
-		       const char *features)
+static void print_json(const struct options *o, const struct result *r)
 {
 	bench_json_open("hackbench", r->mode);
-	bench_json_uint("workers", o->workers);
+	bench_json_uint("workers", o->c.workers);
 	bench_json_uint("spinners", o->spinners);
 	bench_json_uint("spin_senders", o->spin_senders);
 	bench_json_uint("groups", o->groups);
@@ -540,7 +535,26 @@ static void print_json(const struct options *o, const struct result *r,
 		bench_json_double("core_scans_per_wakeup",
 				  per_wakeup(r, r->core_scans));
 	}
-	bench_json_close(features);
+	bench_json_close();
+}
+
+/*
+ * The output of rt-tests' hackbench: its two header lines (tasks: every
+ * sender and receiver) and "Time: S.mmm", the seconds of the run.
+ */
+static void print_compat(const struct options *o, const struct result *r)
+{
+	bool threads = !strcmp(r->mode, "threads");
+
+	printf("Running in %s mode with %lu groups using %lu file "
+	       "descriptors each (== %lu tasks)\n",
+	       threads ? "threaded" : "fiber", o->groups, 2 * o->fds,
+	       2 * o->groups * o->fds);
+	printf("Each sender will pass %lu messages of %lu bytes\n", o->loops,
+	       o->datasize);
+	printf("Time: %llu.%03llu\n",
+	       (unsigned long long)(r->elapsed_ns / 1000000000u),
+	       (unsigned long long)(r->elapsed_ns % 1000000000u / 1000000u));
 }
 
 static void print_table(const struct options *o, const struct result *res,
@@ -555,7 +569,7 @@ static void print_table(const struct options *o, const struct result *res,
 	       "seconds", "messages/s");
 	for (i = 0; i < nr; i++)
 		printf("%-8s %7u %12llu %10.3f %14.0f\n", res[i].mode,
-		       o->workers, res[i].received, seconds(&res[i]),
+		       o->c.workers, res[i].received, seconds(&res[i]),
 		       messages_per_sec(&res[i]));
 	for (i = 0; i < nr; i++)
 		if (!strcmp(res[i].mode, "fiber"))
@@ -571,133 +585,69 @@ static void print_table(const struct options *o, const struct result *res,
 
 /* Command line. */
 
-static const char usage_text[] =
-	"Usage: " PROG " [OPTION]...\n"
+static const char intro_text[] =
 	"Groups of senders and receivers exchange fixed-size messages over\n"
 	"fiber pipes; the same runs with kernel threads over OS pipes, as\n"
-	"rt-tests' `hackbench -T -p`.\n"
-	"\n"
-	"  --groups G       groups (default 10)\n"
-	"  --fds F          senders and receivers per group (default 20)\n"
-	"  --loops L        messages each sender sends to each receiver of\n"
-	"                   its group (default 100)\n"
-	"  --datasize D     bytes per message, at most 4096 (default 100)\n"
-	"  --workers N      fiber workers (default: the CPUs the process\n"
-	"                   may use); threads are not pinned\n"
-	"  --spinners N     fiber mode: N background fibers, one pinned to\n"
-	"                   each of workers 0..N-1, keep those workers busy\n"
-	"                   (they sleep in usleep() between yields, so they\n"
-	"                   cost no host CPU); the groups start 0.5 s later\n"
-	"                   (default 0)\n"
-	"  --spin-senders   with --spinners N: senders run only on workers\n"
-	"                   0..N-1, receivers only on the others\n"
-	"  --fibers         run the fiber mode only\n"
-	"  --threads        run the threads baseline only\n"
-	"  --features STR   fiber_sched_features_set(STR) after fiber_init\n"
-	"  --json           one JSON object per mode, one per line:\n"
-	"                   bench, mode, params, metrics, features\n"
-	"  --help           this text\n"
-	"\n"
+	"rt-tests' `hackbench -T -p`, whose short options these are.\n";
+
+static const char outro_text[] =
 	"messages = G * F * F * L; the clock runs from the start gate to the\n"
 	"last receiver's last byte:\n"
 	"  seconds          = elapsed_ns / 1e9\n"
 	"  messages_per_sec = messages / seconds\n"
 	"Without --fibers or --threads both run, and a last line gives the\n"
-	"ratio of their seconds (threads / fiber).  The fiber mode also\n"
-	"reports the runtime's wake-placement counters over the run:\n"
+	"ratio of their seconds (threads / fiber); threads are not pinned.\n"
+	"The fiber mode also reports the runtime's wake-placement counters\n"
+	"over the run:\n"
 	"  probes_per_wakeup     = wake_probes / wake_placements\n"
 	"  core_scans_per_wakeup = scan_idle_cores / wake_placements\n";
 
-enum {
-	OPT_GROUPS = 256,
-	OPT_FDS,
-	OPT_LOOPS,
-	OPT_DATASIZE,
-	OPT_WORKERS,
-	OPT_SPINNERS,
-	OPT_SPIN_SENDERS,
-	OPT_FIBERS,
-	OPT_THREADS,
-	OPT_FEATURES,
-	OPT_JSON,
-	OPT_HELP,
-};
-
-static const struct option long_opts[] = {
-	{ "groups", required_argument, NULL, OPT_GROUPS },
-	{ "fds", required_argument, NULL, OPT_FDS },
-	{ "loops", required_argument, NULL, OPT_LOOPS },
-	{ "datasize", required_argument, NULL, OPT_DATASIZE },
-	{ "workers", required_argument, NULL, OPT_WORKERS },
-	{ "spinners", required_argument, NULL, OPT_SPINNERS },
-	{ "spin-senders", no_argument, NULL, OPT_SPIN_SENDERS },
-	{ "fibers", no_argument, NULL, OPT_FIBERS },
-	{ "threads", no_argument, NULL, OPT_THREADS },
-	{ "features", required_argument, NULL, OPT_FEATURES },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
-};
-
-static void parse_one(void *ctx, int c, const char *arg)
-{
-	struct options *o = ctx;
-
-	switch (c) {
-	case OPT_GROUPS:
-		o->groups = bench_parse_count("--groups", arg, GROUPS_MAX);
-		break;
-	case OPT_FDS:
-		o->fds = bench_parse_count("--fds", arg, FDS_MAX);
-		break;
-	case OPT_LOOPS:
-		o->loops = bench_parse_count("--loops", arg, LOOPS_MAX);
-		break;
-	case OPT_DATASIZE:
-		o->datasize =
-			bench_parse_count("--datasize", arg, DATASIZE_MAX);
-		break;
-	case OPT_WORKERS:
-		o->workers = bench_parse_count("--workers", arg, WORKERS_MAX);
-		break;
-	case OPT_SPINNERS:
-		o->spinners = bench_parse_count("--spinners", arg, WORKERS_MAX);
-		break;
-	case OPT_SPIN_SENDERS:
-		o->spin_senders = true;
-		break;
-	case OPT_FIBERS:
-		o->fibers = true;
-		break;
-	case OPT_THREADS:
-		o->threads = true;
-		break;
-	case OPT_FEATURES:
-		o->features = arg;
-		break;
-	case OPT_JSON:
-		o->json = true;
-		break;
-	}
-}
-
 static void parse_args(int argc, char **argv, struct options *o)
 {
+	const struct bench_opt opts[] = {
+		BENCH_ULONG('g', "groups", "G", &o->groups, 1, GROUPS_MAX,
+			    "groups"),
+		BENCH_ULONG('f', "fds", "F", &o->fds, 1, FDS_MAX,
+			    "senders and receivers per group"),
+		BENCH_ULONG('l', "loops", "L", &o->loops, 1, LOOPS_MAX,
+			    "messages each sender sends to each receiver\n"
+			    "of its group"),
+		BENCH_ULONG('s', "datasize", "D", &o->datasize, 1, DATASIZE_MAX,
+			    "bytes per message, at most 4096"),
+		BENCH_UINT(0, "spinners", "N", &o->spinners, 0, WORKERS_MAX,
+			   "fiber mode: N background fibers, one pinned\n"
+			   "to each of workers 0..N-1, keep those workers\n"
+			   "busy (they sleep in usleep() between yields,\n"
+			   "so they cost no host CPU); the groups start\n"
+			   "0.5 s later"),
+		BENCH_FLAG(0, "spin-senders", &o->spin_senders,
+			   "with --spinners N: senders run only on workers\n"
+			   "0..N-1, receivers only on the others"),
+		BENCH_OPTS_MODES(&o->c, 'T'),
+		BENCH_FLAG('p', "pipe", &o->pipe,
+			   "pipes: always, the only transport here"),
+		BENCH_OPTS_RUNTIME(&o->c),
+		BENCH_REFUSED('P', "process", NULL,
+			      "members are fibers, or threads with -T"),
+		BENCH_REFUSED('F', "fifo", NULL,
+			      "no SCHED_FIFO; fibers have no priorities"),
+	};
+
 	*o = (struct options){ .groups = GROUPS_DEFAULT,
 			       .fds = FDS_DEFAULT,
 			       .loops = LOOPS_DEFAULT,
 			       .datasize = DATASIZE_DEFAULT,
-			       .workers = bench_nr_cpus() };
-	bench_getopt(argc, argv, long_opts, OPT_HELP, usage_text, parse_one, o);
-	if (!o->fibers && !o->threads)
-		o->fibers = o->threads = true;
-	if (o->spinners > o->workers) {
+			       .c.workers = bench_nr_cpus() };
+	bench_parse(argc, argv, opts, sizeof(opts) / sizeof(opts[0]),
+		    intro_text, outro_text);
+	bench_common_finish(&o->c, false);
+	if (o->spinners > o->c.workers) {
 		fprintf(stderr,
 			PROG ": --spinners %u: at most --workers (%u)\n",
-			o->spinners, o->workers);
+			o->spinners, o->c.workers);
 		exit(2);
 	}
-	if (o->spin_senders && (!o->spinners || o->spinners == o->workers)) {
+	if (o->spin_senders && (!o->spinners || o->spinners == o->c.workers)) {
 		fprintf(stderr, PROG ": --spin-senders needs --spinners "
 				     "between 1 and --workers - 1\n");
 		exit(2);
@@ -712,21 +662,29 @@ int main(int argc, char **argv)
 	int i, nr = 0, err;
 
 	parse_args(argc, argv, &o);
-	features = bench_start_runtime(o.workers, o.features);
-	if (o.fibers)
+	features = bench_start_runtime(o.c.workers, o.c.features);
+	if (o.c.fibers)
 		run_fibers(&o, &res[nr++]);
 	/* The workers must not share the CPUs with the baseline. */
 	err = fiber_shutdown();
 	if (err)
 		bench_die("fiber_shutdown: %s", strerror(err));
-	if (o.threads)
+	if (o.c.threads)
 		run_threads(&o, &res[nr++]);
 
-	if (o.json) {
+	for (i = 0; i < nr; i++)
+		bench_check_duration(res[i].mode, res[i].elapsed_ns,
+				     "-l/--loops or -g/--groups");
+	bench_context_finish();
+	if (o.c.format == BENCH_FORMAT_JSON) {
 		for (i = 0; i < nr; i++)
-			print_json(&o, &res[i], features);
+			print_json(&o, &res[i]);
+	} else if (o.c.format == BENCH_FORMAT_COMPAT) {
+		for (i = 0; i < nr; i++)
+			print_compat(&o, &res[i]);
 	} else {
 		print_table(&o, res, nr, features);
+		bench_context_line();
 	}
 	free(features);
 	return 0;

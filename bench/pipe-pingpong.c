@@ -42,7 +42,6 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -63,7 +62,6 @@
 #define THREAD_LOOPS_CAP 50000UL
 #define PIPE_CAPACITY 4096
 #define PAIRS_MAX 100000UL
-#define WORKERS_MAX 4096UL
 #define LOOPS_MAX 1000000000000UL
 #define DURATION_MAX 86400UL
 /* Warm-up round trips per pair with --duration (with --loops: 1%). */
@@ -79,17 +77,14 @@ enum dir { TO_PONG, TO_PING, NR_DIRS };
 struct options {
 	unsigned long pairs;
 	unsigned long loops;
-	unsigned long thread_loops; /* 0: min(loops, THREAD_LOOPS_CAP) */
+	unsigned long thread_loops; /* 0: loops if given, else the cap */
 	uint64_t duration_ns;	    /* 0: run --loops round trips */
-	unsigned int workers;
-	enum placement placement;
-	bool fibers;
-	bool threads;
+	unsigned long duration_s;
+	int placement; /* enum placement */
 	bool os_pipes; /* fibers over OS pipes through the poller */
 	bool latency;
 	bool loops_set; /* --loops given */
-	bool json;
-	const char *features;
+	struct bench_common c;
 };
 
 struct pair;
@@ -419,14 +414,14 @@ static void *ospipe_pong(void *arg)
 /* Placement of the two sides of pair @i: worker ids in 0..workers-1. */
 static unsigned int ping_worker(const struct options *o, unsigned long i)
 {
-	return i % o->workers;
+	return i % o->c.workers;
 }
 
 static unsigned int pong_worker(const struct options *o, unsigned long i)
 {
 	unsigned long shift = o->placement == PLACE_SPLIT ? 1 : 0;
 
-	return (i + shift) % o->workers;
+	return (i + shift) % o->c.workers;
 }
 
 static struct pair *pairs_alloc(const struct options *o, unsigned long loops)
@@ -617,6 +612,8 @@ static unsigned long thread_loops(const struct options *o)
 {
 	if (o->thread_loops)
 		return o->thread_loops;
+	if (o->loops_set)
+		return o->loops;
 	return o->loops < THREAD_LOOPS_CAP ? o->loops : THREAD_LOOPS_CAP;
 }
 
@@ -683,13 +680,12 @@ static const char *const pct_names[] = { "p50_ns", "p90_ns", "p99_ns",
 					 "p99.9_ns" };
 #define NR_PCTS (sizeof(pcts) / sizeof(pcts[0]))
 
-static void print_json(const struct options *o, const struct result *r,
-		       const char *features)
+static void print_json(const struct options *o, const struct result *r)
 {
 	unsigned int i;
 
 	bench_json_open("pipe-pingpong", r->mode);
-	bench_json_uint("workers", o->workers);
+	bench_json_uint("workers", o->c.workers);
 	bench_json_uint("pairs", o->pairs);
 	bench_json_str("placement", placement_name(o));
 	if (o->duration_ns)
@@ -704,7 +700,37 @@ static void print_json(const struct options *o, const struct result *r,
 	for (i = 0; r->hist && i < NR_PCTS; i++)
 		bench_json_uint(pct_names[i],
 				bench_hist_percentile(r->hist, pcts[i]));
-	bench_json_close(features);
+	if (r->hist) {
+		bench_json_uint("min_ns", r->hist->min);
+		bench_json_uint("max_ns", r->hist->max);
+	}
+	bench_json_close();
+}
+
+/*
+ * The output of `perf bench sched pipe`: loops is one pair's round trips
+ * (a round trip is perf's "pipe operation"), usecs/op the time per round
+ * trip of a pair, ops/sec the round trips of every pair per second; with
+ * one pair, the two are each other's inverse, as in perf.
+ */
+static void print_compat(const struct options *o, const struct result *r)
+{
+	const char *between = !strcmp(r->mode, "threads") ? "threads" :
+							    "fibers";
+
+	printf("# Running 'sched/pipe' benchmark:\n");
+	printf("# Executed %.0f pipe operations between two %s",
+	       loops_per_pair(o, r), between);
+	if (o->pairs > 1)
+		printf(", in each of %lu pairs at once", o->pairs);
+	if (!strcmp(r->mode, "os-pipes"))
+		printf(" over OS pipes");
+	printf("\n\n");
+	printf(" %14s: %llu.%03llu [sec]\n\n", "Total time",
+	       (unsigned long long)(r->elapsed_ns / 1000000000u),
+	       (unsigned long long)(r->elapsed_ns % 1000000000u / 1000000u));
+	printf(" %14lf usecs/op\n", ns_per_roundtrip(o, r) / 1e3);
+	printf(" %14.0f ops/sec\n", roundtrips_per_sec(r));
 }
 
 static void print_latency(const struct result *res, int nr)
@@ -713,18 +739,19 @@ static void print_latency(const struct result *res, int nr)
 	int i;
 
 	printf("\nround-trip latency (ns, each round trip timed)\n");
-	printf("%-8s %10s", "mode", "samples");
+	printf("%-8s %10s %10s", "mode", "samples", "min");
 	for (j = 0; j < NR_PCTS; j++)
 		printf(" %10.*s", (int)strlen(pct_names[j]) - 3, pct_names[j]);
-	printf("\n");
+	printf(" %10s\n", "max");
 	for (i = 0; i < nr; i++) {
-		printf("%-8s %10llu", res[i].mode,
-		       (unsigned long long)res[i].hist->count);
+		printf("%-8s %10llu %10llu", res[i].mode,
+		       (unsigned long long)res[i].hist->count,
+		       (unsigned long long)res[i].hist->min);
 		for (j = 0; j < NR_PCTS; j++)
 			printf(" %10llu",
 			       (unsigned long long)bench_hist_percentile(
 				       res[i].hist, pcts[j]));
-		printf("\n");
+		printf(" %10llu\n", (unsigned long long)res[i].hist->max);
 	}
 }
 
@@ -740,19 +767,19 @@ static void print_table(const struct options *o, const struct result *res,
 	       "loops", "ns/roundtrip", "roundtrips/s");
 	for (i = 0; i < nr; i++) {
 		bool mark = !strcmp(res[i].mode, "threads") &&
-			    !o->thread_loops && !o->duration_ns &&
+			    !o->thread_loops && !o->loops_set &&
+			    !o->duration_ns &&
 			    res[i].total < o->loops * o->pairs;
 
 		capped |= mark;
 		printf("%-8s %7u %6lu %10.0f%c %13.1f %14.0f\n", res[i].mode,
-		       o->workers, o->pairs, loops_per_pair(o, &res[i]),
+		       o->c.workers, o->pairs, loops_per_pair(o, &res[i]),
 		       mark ? '*' : ' ', ns_per_roundtrip(o, &res[i]),
 		       roundtrips_per_sec(&res[i]));
 	}
 	if (capped)
-		printf("* threads run min(--loops, %lu) round trips by default "
-		       "(a kernel round trip costs ~6-100 us); "
-		       "see --thread-loops\n",
+		printf("* without -l/--loops, threads run %lu round trips (a "
+		       "kernel round trip costs ~6-100 us); see --thread-loops\n",
 		       THREAD_LOOPS_CAP);
 	if (nr == 2)
 		printf("ratio %s/%s: %.2f\n", res[1].mode, res[0].mode,
@@ -764,146 +791,72 @@ static void print_table(const struct options *o, const struct result *res,
 
 /* Command line. */
 
-static const char usage_text[] =
-	"Usage: " PROG " [OPTION]...\n"
+static const char intro_text[] =
 	"Pairs of fibers bounce a 4-byte token through two pipes; the same\n"
-	"is measured with two kernel threads per pair over OS pipes.\n"
-	"\n"
-	"  --pairs P        pairs bouncing at the same time (default 1)\n"
-	"  --loops L        round trips per pair (default 1000000)\n"
-	"  --duration S     instead of --loops: bounce for S seconds (whole\n"
-	"                   number), in each mode\n"
-	"  --thread-loops T round trips per pair of the threads baseline\n"
-	"                   (default min(L, 50000): a kernel round trip\n"
-	"                   costs ~6-100 us)\n"
-	"  --workers N      fiber workers; threads are pinned the same way\n"
-	"                   onto the first N CPUs the process may use\n"
-	"                   (default 1: the headline is the same-worker one)\n"
-	"  --placement same|split\n"
-	"                   same: both sides of pair i on worker i % N;\n"
-	"                   split: ping on i % N, pong on (i + 1) % N\n"
-	"                   (default same with 1 worker, else split)\n"
-	"  --fibers         run the fiber mode only\n"
-	"  --threads        run the threads baseline only\n"
-	"  --os-pipes       run fibers over OS pipes (fiber_read/fiber_write\n"
-	"                   through the epoll poller); combine with the others\n"
-	"  --latency        time every round trip; print p50, p90, p99 and\n"
-	"                   p99.9 in ns (adds two clock reads to each)\n"
-	"  --features STR   fiber_sched_features_set(STR) after fiber_init\n"
-	"  --json           one JSON object per mode, one per line:\n"
-	"                   bench, mode, params, metrics, features\n"
-	"  --help           this text\n"
-	"\n"
+	"is measured with two kernel threads per pair over OS pipes, as\n"
+	"`perf bench sched pipe`, whose short options these are.\n";
+
+static const char outro_text[] =
 	"Each pair warms up with 1% of its round trips, then all start\n"
 	"together; elapsed = last pair's end - first pair's start, and\n"
 	"  ns_per_roundtrip   = elapsed_ns / loops\n"
 	"  roundtrips_per_sec = pairs * loops / elapsed_s\n"
 	"(with --duration, loops is the mean over the pairs).\n"
 	"Without --fibers or --threads both run, and a last line gives the\n"
-	"ratio of their ns_per_roundtrip (threads / fiber).\n";
+	"ratio of their ns_per_roundtrip (threads / fiber).  Threads are\n"
+	"pinned the way the fibers' workers are, onto the first N CPUs the\n"
+	"process may use.\n";
 
-enum {
-	OPT_PAIRS = 256,
-	OPT_LOOPS,
-	OPT_DURATION,
-	OPT_LATENCY,
-	OPT_THREAD_LOOPS,
-	OPT_WORKERS,
-	OPT_PLACEMENT,
-	OPT_FIBERS,
-	OPT_THREADS,
-	OPT_OS_PIPES,
-	OPT_FEATURES,
-	OPT_JSON,
-	OPT_HELP,
-};
-
-static const struct option long_opts[] = {
-	{ "pairs", required_argument, NULL, OPT_PAIRS },
-	{ "loops", required_argument, NULL, OPT_LOOPS },
-	{ "duration", required_argument, NULL, OPT_DURATION },
-	{ "latency", no_argument, NULL, OPT_LATENCY },
-	{ "thread-loops", required_argument, NULL, OPT_THREAD_LOOPS },
-	{ "workers", required_argument, NULL, OPT_WORKERS },
-	{ "placement", required_argument, NULL, OPT_PLACEMENT },
-	{ "fibers", no_argument, NULL, OPT_FIBERS },
-	{ "threads", no_argument, NULL, OPT_THREADS },
-	{ "os-pipes", no_argument, NULL, OPT_OS_PIPES },
-	{ "features", required_argument, NULL, OPT_FEATURES },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
-};
-
-static void parse_one(void *ctx, int c, const char *arg)
-{
-	struct options *o = ctx;
-
-	switch (c) {
-	case OPT_PAIRS:
-		o->pairs = bench_parse_count("--pairs", arg, PAIRS_MAX);
-		break;
-	case OPT_LOOPS:
-		o->loops = bench_parse_count("--loops", arg, LOOPS_MAX);
-		o->loops_set = true;
-		break;
-	case OPT_DURATION:
-		o->duration_ns =
-			bench_parse_count("--duration", arg, DURATION_MAX) *
-			1000000000ULL;
-		break;
-	case OPT_LATENCY:
-		o->latency = true;
-		break;
-	case OPT_THREAD_LOOPS:
-		o->thread_loops =
-			bench_parse_count("--thread-loops", arg, LOOPS_MAX);
-		break;
-	case OPT_WORKERS:
-		o->workers = bench_parse_count("--workers", arg, WORKERS_MAX);
-		break;
-	case OPT_PLACEMENT:
-		if (!strcmp(arg, "same"))
-			o->placement = PLACE_SAME;
-		else if (!strcmp(arg, "split"))
-			o->placement = PLACE_SPLIT;
-		else
-			bench_bad_arg("--placement", arg, "'same' or 'split'");
-		break;
-	case OPT_FIBERS:
-		o->fibers = true;
-		break;
-	case OPT_THREADS:
-		o->threads = true;
-		break;
-	case OPT_OS_PIPES:
-		o->os_pipes = true;
-		break;
-	case OPT_FEATURES:
-		o->features = arg;
-		break;
-	case OPT_JSON:
-		o->json = true;
-		break;
-	}
-}
+static const char *const placement_names[] = { "auto", "same", "split", NULL };
 
 static void parse_args(int argc, char **argv, struct options *o)
 {
+	const struct bench_opt opts[] = {
+		BENCH_ULONG(0, "pairs", "P", &o->pairs, 1, PAIRS_MAX,
+			    "pairs bouncing at the same time"),
+		BENCH_ULONG_SEEN('l', "loops", "L", &o->loops, 1, LOOPS_MAX,
+				 "round trips per pair", &o->loops_set),
+		BENCH_ULONG(0, "duration", "S", &o->duration_s, 1, DURATION_MAX,
+			    "instead of --loops: bounce for S seconds\n"
+			    "(whole number), in each mode"),
+		BENCH_ULONG(0, "thread-loops", "T", &o->thread_loops, 1,
+			    LOOPS_MAX,
+			    "round trips per pair of the threads baseline\n"
+			    "(default: L when -l/--loops is given, else\n"
+			    "50000: a kernel round trip costs ~6-100 us)"),
+		BENCH_CHOICE(0, "placement", "same|split", &o->placement,
+			     placement_names,
+			     "same: both sides of pair i on worker i % N;\n"
+			     "split: ping on i % N, pong on (i + 1) % N;\n"
+			     "auto: same with 1 worker, else split"),
+		BENCH_OPTS_MODES(&o->c, 'T'),
+		BENCH_FLAG(0, "os-pipes", &o->os_pipes,
+			   "run fibers over OS pipes (fiber_read and\n"
+			   "fiber_write through the epoll poller);\n"
+			   "combine with the others"),
+		BENCH_FLAG(0, "latency", &o->latency,
+			   "time every round trip; print percentiles in\n"
+			   "ns (adds two clock reads to each)"),
+		BENCH_OPTS_RUNTIME(&o->c),
+		BENCH_REFUSED('G', "cgroups", "SEND,RECV",
+			      "fibers are not kernel tasks"),
+	};
+
 	*o = (struct options){ .pairs = 1,
 			       .loops = LOOPS_DEFAULT,
-			       .workers = 1 };
-	bench_getopt(argc, argv, long_opts, OPT_HELP, usage_text, parse_one, o);
-	if (!o->fibers && !o->threads && !o->os_pipes)
-		o->fibers = o->threads = true;
+			       .c.workers = 1 };
+	bench_parse(argc, argv, opts, sizeof(opts) / sizeof(opts[0]),
+		    intro_text, outro_text);
+	bench_common_finish(&o->c, o->os_pipes);
+	o->duration_ns = o->duration_s * 1000000000ULL;
 	if (o->duration_ns && (o->loops_set || o->thread_loops)) {
 		fprintf(stderr, PROG ": --duration replaces --loops and "
 				     "--thread-loops: give one of them\n");
 		exit(2);
 	}
 	if (o->placement == PLACE_AUTO)
-		o->placement = o->workers > 1 ? PLACE_SPLIT : PLACE_SAME;
-	if (o->placement == PLACE_SPLIT && o->workers < 2)
+		o->placement = o->c.workers > 1 ? PLACE_SPLIT : PLACE_SAME;
+	if (o->placement == PLACE_SPLIT && o->c.workers < 2)
 		bench_bad_arg("--placement", "split",
 			      "'same' with --workers 1");
 }
@@ -916,8 +869,8 @@ int main(int argc, char **argv)
 	int i, nr = 0, err;
 
 	parse_args(argc, argv, &o);
-	features = bench_start_runtime(o.workers, o.features);
-	if (o.fibers)
+	features = bench_start_runtime(o.c.workers, o.c.features);
+	if (o.c.fibers)
 		run_fibers(&o, &res[nr++]);
 	if (o.os_pipes)
 		run_os_pipes(&o, &res[nr++]);
@@ -926,14 +879,25 @@ int main(int argc, char **argv)
 	err = fiber_shutdown();
 	if (err)
 		bench_die("fiber_shutdown: %s", strerror(err));
-	if (o.threads)
+	if (o.c.threads)
 		run_threads(&o, &res[nr++]);
 
-	if (o.json) {
+	for (i = 0; i < nr; i++) {
+		bench_check_duration(res[i].mode, res[i].elapsed_ns,
+				     "-l/--loops or --duration");
+		if (res[i].hist)
+			bench_check_tail(res[i].mode, res[i].hist->count, 99.9);
+	}
+	bench_context_finish();
+	if (o.c.format == BENCH_FORMAT_JSON) {
 		for (i = 0; i < nr; i++)
-			print_json(&o, &res[i], features);
+			print_json(&o, &res[i]);
+	} else if (o.c.format == BENCH_FORMAT_COMPAT) {
+		for (i = 0; i < nr; i++)
+			print_compat(&o, &res[i]);
 	} else {
 		print_table(&o, res, nr, features);
+		bench_context_line();
 	}
 	for (i = 0; i < nr; i++)
 		free(res[i].hist);
