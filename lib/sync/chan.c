@@ -25,21 +25,9 @@
  * over, and the receiver is best run where it is hot, on the sender's
  * worker.
  */
-#include "sync/sync.h"
+#include "sync/chan.h"
 
 #include <string.h>
-
-struct fb_chan {
-	struct fb_spinlock lock;  /* guards everything but the constants */
-	bool closed;		  /* @lock */
-	size_t elem_size;	  /* bytes per element; constant */
-	size_t capacity;	  /* ring slots, 0 = synchronous; constant */
-	size_t head;		  /* slot of the oldest element; @lock */
-	size_t count;		  /* elements in the ring; @lock */
-	struct fb_list senders;	  /* w.data = const element; @lock */
-	struct fb_list receivers; /* w.data = buffer; @lock */
-	unsigned char ring[];	  /* capacity * elem_size bytes */
-};
 
 /* Where slot @i of the ring starts. */
 static unsigned char *slot(struct fb_chan *ch, size_t i)
@@ -97,8 +85,7 @@ int fiber_chan_destroy(fiber_chan_t *chan)
 	return 0;
 }
 
-/* Send without waiting; EAGAIN when the caller would have to queue. */
-static int send_locked(struct fb_chan *ch, const void *elem)
+int fb_chan_send_locked(struct fb_chan *ch, const void *elem)
 {
 	struct fb_waiter *r;
 
@@ -120,8 +107,7 @@ static int send_locked(struct fb_chan *ch, const void *elem)
 	return EAGAIN;
 }
 
-/* Receive without waiting; EAGAIN when the caller would have to queue. */
-static int recv_locked(struct fb_chan *ch, void *elem)
+int fb_chan_recv_locked(struct fb_chan *ch, void *elem)
 {
 	struct fb_waiter *s;
 
@@ -165,7 +151,7 @@ static int send_until(fiber_chan_t *chan, const void *elem, uint64_t deadline)
 	if (!ch || !elem)
 		return EINVAL;
 	fb_spin_lock(&ch->lock);
-	err = send_locked(ch, elem);
+	err = fb_chan_send_locked(ch, elem);
 	if (err != EAGAIN) {
 		fb_spin_unlock(&ch->lock);
 		return err;
@@ -209,7 +195,7 @@ int fiber_chan_trysend(fiber_chan_t *chan, const void *elem)
 	if (!ch || !elem)
 		return EINVAL;
 	fb_spin_lock(&ch->lock);
-	err = send_locked(ch, elem);
+	err = fb_chan_send_locked(ch, elem);
 	fb_spin_unlock(&ch->lock);
 	return err;
 }
@@ -230,7 +216,7 @@ static int recv_until(fiber_chan_t *chan, void *elem, uint64_t deadline)
 	if (!ch || !elem)
 		return EINVAL;
 	fb_spin_lock(&ch->lock);
-	err = recv_locked(ch, elem);
+	err = fb_chan_recv_locked(ch, elem);
 	if (err != EAGAIN) {
 		fb_spin_unlock(&ch->lock);
 		return err;
@@ -274,7 +260,7 @@ int fiber_chan_tryrecv(fiber_chan_t *chan, void *elem)
 	if (!ch || !elem)
 		return EINVAL;
 	fb_spin_lock(&ch->lock);
-	err = recv_locked(ch, elem);
+	err = fb_chan_recv_locked(ch, elem);
 	fb_spin_unlock(&ch->lock);
 	return err;
 }
