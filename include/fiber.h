@@ -223,6 +223,10 @@ FIBER_API int fiber_create(fiber_t *fiber, const fiber_attr_t *attr,
  * it (it will never finish).
  */
 FIBER_API int fiber_join(fiber_t fiber, void **retval);
+/* fiber_join_until - fiber_join() that gives up when fiber_now() reaches
+ * @deadline (see "Time and deadlines").  Return: as fiber_join(), or
+ * ETIMEDOUT: @fiber is still running and still joinable. */
+FIBER_API int fiber_join_until(fiber_t fiber, void **retval, uint64_t deadline);
 /* Let @fiber's resources go when it exits; its handle is stale from then.
  * Return: 0; EINVAL if it is detached or being joined; ESRCH for NULL or a
  * stale handle. */
@@ -296,6 +300,30 @@ FIBER_API long long fiber_stats_counter(const char *name);
 FIBER_API void fiber_stats_reset(void);
 
 /*
+ * Time and deadlines.  Every clock of this API is CLOCK_MONOTONIC, never
+ * CLOCK_REALTIME; the calls differ only in how they take it:
+ *  - the _until calls: an absolute deadline, a uint64_t of nanoseconds on
+ *    CLOCK_MONOTONIC,
+ *    as fiber_now() reads it (fiber_now() + 5000000 is 5 ms from now);
+ *    FIBER_NO_DEADLINE waits without limit;
+ *  - the timedwait-style calls (fiber_cond_timedwait...): an absolute
+ *    struct timespec, also on CLOCK_MONOTONIC.  pthreads' calls take
+ *    CLOCK_REALTIME: a CLOCK_REALTIME abstime given here lies decades
+ *    ahead and the call waits that long;
+ *  - fiber_sleep (ns), fiber_usleep (us), fiber_poll and fiber_connect
+ *    (ms, -1: no limit): a duration from the call;
+ *  - SO_RCVTIMEO / SO_SNDTIMEO (see the fd calls): a duration from the
+ *    first wait of a call.
+ * A deadline bounds waiting only: a call that can complete at once does,
+ * also when its deadline has passed; one that would have to wait past
+ * its deadline returns ETIMEDOUT at once and leaves the object as it was.
+ */
+#define FIBER_NO_DEADLINE UINT64_MAX
+/* fiber_now - CLOCK_MONOTONIC in nanoseconds, the clock of every
+ * deadline.  Context: any thread; cannot fail. */
+FIBER_API uint64_t fiber_now(void);
+
+/*
  * Synchronisation objects.  All-zero memory (the _INITIALIZER macros) is an
  * unlocked, empty object; the _init functions exist for symmetry with pthreads
  * and cannot fail.  Destroying an object something waits on gives EBUSY.
@@ -347,11 +375,16 @@ FIBER_API int fiber_cond_destroy(fiber_cond_t *c);
 FIBER_API int fiber_cond_wait(fiber_cond_t *c, fiber_mutex_t *m);
 FIBER_API int fiber_cond_signal(fiber_cond_t *c);
 FIBER_API int fiber_cond_broadcast(fiber_cond_t *c);
-/* Timed variant: @abstime is absolute, on CLOCK_MONOTONIC (all timed calls
- * here are).  Return: 0; ETIMEDOUT, with @m held again; EINVAL for a bad
+/* Timed variant: @abstime is absolute, on CLOCK_MONOTONIC, not
+ * CLOCK_REALTIME as pthread_cond_timedwait's (see "Time and deadlines").  Return: 0; ETIMEDOUT, with @m held again; EINVAL for a bad
  * @abstime; EPERM if the caller does not hold @m. */
 FIBER_API int fiber_cond_timedwait(fiber_cond_t *c, fiber_mutex_t *m,
 				   const struct timespec *abstime);
+/* fiber_cond_wait_until - the same with a deadline in fiber_now() ns.
+ * Return: 0; ETIMEDOUT, with @m held again; EINVAL for NULL; EPERM if the
+ * caller does not hold @m. */
+FIBER_API int fiber_cond_wait_until(fiber_cond_t *c, fiber_mutex_t *m,
+				    uint64_t deadline);
 
 /* Return: 0; EINVAL if @value exceeds FIBER_SEM_VALUE_MAX. */
 #define FIBER_SEM_VALUE_MAX 0x7fffffff
@@ -367,6 +400,9 @@ FIBER_API int fiber_sem_getvalue(fiber_sem_t *s, int *value);
  * EINVAL for a bad @abstime. */
 FIBER_API int fiber_sem_timedwait(fiber_sem_t *s,
 				  const struct timespec *abstime);
+/* Return: 0; ETIMEDOUT when fiber_now() reaches @deadline, no unit
+ * taken; EINVAL for NULL. */
+FIBER_API int fiber_sem_wait_until(fiber_sem_t *s, uint64_t deadline);
 
 FIBER_API int fiber_rwlock_init(fiber_rwlock_t *rw);
 FIBER_API int fiber_rwlock_destroy(fiber_rwlock_t *rw);
@@ -408,6 +444,12 @@ FIBER_API int fiber_chan_timedsend(fiber_chan_t *chan, const void *elem,
 				   const struct timespec *abstime);
 FIBER_API int fiber_chan_timedrecv(fiber_chan_t *chan, void *elem,
 				   const struct timespec *abstime);
+/* _until variants: ETIMEDOUT when fiber_now() reaches @deadline, with
+ * nothing sent or received. */
+FIBER_API int fiber_chan_send_until(fiber_chan_t *chan, const void *elem,
+				    uint64_t deadline);
+FIBER_API int fiber_chan_recv_until(fiber_chan_t *chan, void *elem,
+				    uint64_t deadline);
 
 /*
  * fiber_pipe: an in-process byte stream with POSIX pipe semantics.  A bounded
@@ -433,14 +475,23 @@ FIBER_API int fiber_pipe_timedread(fiber_pipe_t *pipe, void *buf, size_t len,
 FIBER_API int fiber_pipe_timedwrite(fiber_pipe_t *pipe, const void *buf,
 				    size_t len, size_t *done,
 				    const struct timespec *abstime);
+/* _until variants: the same with a deadline in fiber_now() ns. */
+FIBER_API int fiber_pipe_read_until(fiber_pipe_t *pipe, void *buf, size_t len,
+				    size_t *done, uint64_t deadline);
+FIBER_API int fiber_pipe_write_until(fiber_pipe_t *pipe, const void *buf,
+				     size_t len, size_t *done,
+				     uint64_t deadline);
 
 /*
  * Sleeping.  fiber_sleep parks the calling fiber for at least @ns
  * nanoseconds (0 yields); fiber_usleep takes microseconds.  On a thread that
  * is not a worker they sleep that thread.  They cannot fail.
+ * fiber_sleep_until sleeps until fiber_now() reaches @deadline (at once
+ * if it has passed; FIBER_NO_DEADLINE: for ever).  Return: 0.
  */
 FIBER_API void fiber_sleep(uint64_t ns);
 FIBER_API void fiber_usleep(unsigned int us);
+FIBER_API int fiber_sleep_until(uint64_t deadline);
 
 /*
  * Fiber-aware fd I/O.  Unlike the rest of this API, these calls follow

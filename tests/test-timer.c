@@ -4,7 +4,10 @@
  * order; the timed variants of cond, sem, chan and pipe time out with
  * ETIMEDOUT and succeed when served in time, from fibers and from a
  * foreign thread; a timeout racing with a wake is won by exactly one side
- * (no semaphore unit lost or given twice).
+ * (no semaphore unit lost or given twice).  The _until calls take a
+ * deadline in fiber_now() nanoseconds: a past one times out at once and
+ * leaves the object as it was; a timed join racing with the exit ends in
+ * one outcome.
  *
  * Assertions are on order and outcomes, never on durations.  Fibers never
  * call cmocka assertions; they record results and the test thread checks.
@@ -511,6 +514,228 @@ static void test_timer_pipe_timed(void **state)
 	assert_int_equal(fiber_pipe_destroy(pipe_), 0);
 }
 
+/* ---- deadlines in fiber_now() nanoseconds ------------------------------- */
+
+static void test_timer_deadline_now_is_clock_monotonic(void **state)
+{
+	struct timespec a, b;
+	uint64_t t0, t1, n;
+
+	(void)state;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	n = fiber_now();
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	t0 = (uint64_t)a.tv_sec * 1000000000u + (uint64_t)a.tv_nsec;
+	t1 = (uint64_t)b.tv_sec * 1000000000u + (uint64_t)b.tv_nsec;
+	assert_true(t0 <= n && n <= t1);
+	assert_true(fiber_now() >= n);
+}
+
+static void *block_on_sem(void *arg)
+{
+	return (void *)(long)fiber_sem_wait(arg);
+}
+
+static void *post_later(void *arg)
+{
+	fiber_sleep(2 * MS);
+	fiber_sem_post(arg);
+	return NULL;
+}
+
+/*
+ * past_deadlines - every _until call given a deadline that has passed
+ * (0, and one just behind fiber_now()): the calls that would wait return
+ * ETIMEDOUT at once and leave their object as it was; those that can
+ * complete do.  Returns 0, or the number of the first check that failed.
+ * Context: a fiber or the main thread.
+ */
+static long past_deadlines(void)
+{
+	const uint64_t past[2] = { 0, fiber_now() - 1 };
+	fiber_mutex_t m = FIBER_MUTEX_INITIALIZER;
+	fiber_cond_t c = FIBER_COND_INITIALIZER;
+	fiber_sem_t s, gate;
+	fiber_chan_t *ch;
+	fiber_pipe_t *p;
+	char buf[8] = "";
+	size_t done = 1;
+	void *r = NULL;
+	fiber_t f;
+	int v = -1, x;
+
+	if (fiber_sem_init(&s, 0) || fiber_sem_init(&gate, 0) ||
+	    fiber_chan_create(&ch, sizeof(int), 1) || fiber_pipe_create(&p, 4))
+		return 1;
+	for (int i = 0; i < 2; i++) {
+		if (fiber_sem_wait_until(&s, past[i]) != ETIMEDOUT ||
+		    fiber_sem_getvalue(&s, &v) || v != 0)
+			return 2;
+		if (fiber_mutex_lock(&m) ||
+		    fiber_cond_wait_until(&c, &m, past[i]) != ETIMEDOUT ||
+		    fiber_mutex_unlock(&m)) /* held again */
+			return 3;
+		if (fiber_chan_recv_until(ch, &x, past[i]) != ETIMEDOUT)
+			return 4;
+		if (fiber_pipe_read_until(p, buf, 4, &done, past[i]) !=
+			    ETIMEDOUT ||
+		    done != 0)
+			return 5;
+		if (fiber_sleep_until(past[i]) != 0)
+			return 6;
+	}
+	/* What can complete at once does, whatever the deadline. */
+	if (fiber_sem_post(&s) || fiber_sem_wait_until(&s, 0) ||
+	    fiber_sem_getvalue(&s, &v) || v != 0)
+		return 7;
+	x = 42;
+	if (fiber_chan_send_until(ch, &x, 0))
+		return 8;
+	x = 43; /* the ring is full now */
+	if (fiber_chan_send_until(ch, &x, 0) != ETIMEDOUT)
+		return 9;
+	if (fiber_chan_recv_until(ch, &x, 0) || x != 42 ||
+	    fiber_chan_tryrecv(ch, &x) != EAGAIN)
+		return 10;
+	if (fiber_pipe_write_until(p, "abcd", 4, &done, 0) || done != 4 ||
+	    fiber_pipe_write_until(p, "efgh", 4, &done, 0) != ETIMEDOUT ||
+	    done != 0)
+		return 11;
+	if (fiber_pipe_read_until(p, buf, sizeof(buf), &done, 0) || done != 4 ||
+	    memcmp(buf, "abcd", 4))
+		return 12;
+	/* A join that times out leaves the fiber running and joinable. */
+	if (fiber_create(&f, NULL, block_on_sem, &gate))
+		return 13;
+	if (fiber_join_until(f, &r, 0) != ETIMEDOUT ||
+	    fiber_join_until(f, &r, fiber_now() - 1) != ETIMEDOUT ||
+	    fiber_sem_post(&gate) || fiber_join(f, &r) || r != NULL)
+		return 14;
+	/* Nothing was left queued on any object. */
+	if (fiber_cond_destroy(&c) || fiber_sem_destroy(&s) ||
+	    fiber_sem_destroy(&gate) || fiber_chan_destroy(ch) ||
+	    fiber_pipe_destroy(p))
+		return 15;
+	return 0;
+}
+
+static void *past_deadlines_fiber(void *arg)
+{
+	(void)arg;
+	return (void *)past_deadlines();
+}
+
+static void test_timer_deadline_in_the_past_times_out_at_once(void **state)
+{
+	(void)state;
+	assert_int_equal(join(spawn_on(-1, past_deadlines_fiber, NULL)), 0);
+	assert_int_equal(past_deadlines(), 0); /* a foreign thread */
+}
+
+/* future_deadlines - the _until calls wait until their deadline, and
+ * with FIBER_NO_DEADLINE until they are served.  Returns 0 or the number
+ * of the failed check.  Context: a fiber or the main thread. */
+static long future_deadlines(void)
+{
+	fiber_mutex_t m = FIBER_MUTEX_INITIALIZER;
+	fiber_cond_t c = FIBER_COND_INITIALIZER;
+	uint64_t deadline;
+	fiber_sem_t s, gate;
+	fiber_chan_t *ch;
+	void *r = (void *)1;
+	fiber_t f, g;
+	int x = 1;
+
+	if (fiber_sem_init(&s, 0) || fiber_sem_init(&gate, 0) ||
+	    fiber_chan_create(&ch, sizeof(int), 0))
+		return 1;
+	if (fiber_sem_wait_until(&s, fiber_now() + 2 * MS) != ETIMEDOUT)
+		return 2;
+	if (fiber_mutex_lock(&m) ||
+	    fiber_cond_wait_until(&c, &m, fiber_now() + 2 * MS) != ETIMEDOUT ||
+	    fiber_mutex_unlock(&m))
+		return 3;
+	if (fiber_chan_send_until(ch, &x, fiber_now() + 2 * MS) != ETIMEDOUT ||
+	    fiber_chan_recv_until(ch, &x, fiber_now() + 2 * MS) != ETIMEDOUT)
+		return 4;
+	deadline = fiber_now() + MS;
+	if (fiber_sleep_until(deadline) || fiber_now() < deadline)
+		return 5;
+	if (fiber_create(&f, NULL, block_on_sem, &gate) ||
+	    fiber_join_until(f, &r, fiber_now() + 2 * MS) != ETIMEDOUT)
+		return 6;
+	if (fiber_create(&g, NULL, post_later, &s) ||
+	    fiber_sem_wait_until(&s, FIBER_NO_DEADLINE) || fiber_join(g, NULL))
+		return 7;
+	if (fiber_sem_post(&gate) ||
+	    fiber_join_until(f, &r, FIBER_NO_DEADLINE) || r != NULL)
+		return 8;
+	if (fiber_cond_destroy(&c) || fiber_sem_destroy(&s) ||
+	    fiber_sem_destroy(&gate) || fiber_chan_destroy(ch))
+		return 9;
+	return 0;
+}
+
+static void *future_deadlines_fiber(void *arg)
+{
+	(void)arg;
+	return (void *)future_deadlines();
+}
+
+static void test_timer_deadline_in_the_future_waits(void **state)
+{
+	(void)state;
+	assert_int_equal(join(spawn_on(-1, future_deadlines_fiber, NULL)), 0);
+	assert_int_equal(future_deadlines(), 0);
+}
+
+/*
+ * A timed join races with the fiber's exit: the reaper takes the joiner
+ * under the handle slot's lock, a joiner that times out leaves under it,
+ * so each round ends in exactly one of "timed out, still joinable" and
+ * "joined", and the fiber is joined once (no leak, no use of a joiner's
+ * frame after it left: ASan).
+ */
+#define JOIN_RACE_ROUNDS 2000
+
+static void *exit_soon(void *arg)
+{
+	for (long i = 0; i < (long)arg % 3; i++)
+		fiber_yield();
+	return arg;
+}
+
+static void *join_race(void *arg)
+{
+	long timeouts = 0;
+
+	(void)arg;
+	for (long i = 1; i <= JOIN_RACE_ROUNDS; i++) {
+		void *r = NULL;
+		fiber_t f;
+		int err;
+
+		if (fiber_create(&f, NULL, exit_soon, (void *)i))
+			return (void *)-1L;
+		while ((err = fiber_join_until(f, &r,
+					       fiber_now() + (uint64_t)(i % 7) *
+								     1000)) ==
+		       ETIMEDOUT)
+			timeouts++;
+		if (err || r != (void *)i)
+			return (void *)-2L;
+	}
+	return (void *)timeouts;
+}
+
+static void test_timer_deadline_join_races_with_exit(void **state)
+{
+	(void)state;
+	assert_true(join(spawn_on(0, join_race, NULL)) >= 0);
+	assert_true(join(spawn_on(1, join_race, NULL)) >= 0);
+	assert_true((long)join_race(NULL) >= 0); /* a foreign joiner */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -522,6 +747,11 @@ int main(void)
 		cmocka_unit_test(test_timer_timeout_races_with_post),
 		cmocka_unit_test(test_timer_chan_timed),
 		cmocka_unit_test(test_timer_pipe_timed),
+		cmocka_unit_test(test_timer_deadline_now_is_clock_monotonic),
+		cmocka_unit_test(
+			test_timer_deadline_in_the_past_times_out_at_once),
+		cmocka_unit_test(test_timer_deadline_in_the_future_waits),
+		cmocka_unit_test(test_timer_deadline_join_races_with_exit),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -255,11 +255,18 @@ fail:
 	return rc == ENOMEM ? EAGAIN : rc;
 }
 
-int fiber_join(fiber_t h, void **retval)
+/*
+ * join_until - fiber_join() that gives up at @deadline.  A joiner that
+ * leaves without the reaper (timed out) does so under the slot lock, and
+ * the reaper takes the joiner under that lock too (sched/fiber.c), so
+ * either the reaper woke it or it finds its join state as it left it.
+ */
+static int join_until(fiber_t h, void **retval, uint64_t deadline)
 {
 	struct fb_fiber *cur = fb_current(), *f;
 	struct fb_handle_slot *s;
 	struct fb_waiter w;
+	int err;
 
 	if (!h)
 		return ESRCH;
@@ -281,12 +288,18 @@ int fiber_join(fiber_t h, void **retval)
 		/* The reaper retires the handle before it wakes us. */
 		fb_waiter_prepare(&w, FB_WAIT_JOIN, f);
 		f->joiner = &w;
-		fb_waiter_wait(&w, &s->lock);
-		if (w.result) { /* abandoned while we waited */
+		err = fb_waiter_wait_keep(&w, &s->lock, deadline);
+		if (err == ETIMEDOUT) { /* s->lock held, f alive */
+			f->joiner = NULL;
+			f->join = FB_JOINABLE;
+			fb_spin_unlock(&s->lock);
+			return err;
+		}
+		if (err) { /* abandoned while we waited */
 			fb_spin_lock(&s->lock);
 			f->join = FB_JOINABLE;
 			fb_spin_unlock(&s->lock);
-			return w.result;
+			return err;
 		}
 	} else {
 		fb_handle_retire_locked(s);
@@ -296,6 +309,16 @@ int fiber_join(fiber_t h, void **retval)
 		*retval = f->retval;
 	fb_fiber_free(f);
 	return 0;
+}
+
+int fiber_join(fiber_t h, void **retval)
+{
+	return join_until(h, retval, FB_NO_DEADLINE);
+}
+
+int fiber_join_until(fiber_t h, void **retval, uint64_t deadline)
+{
+	return join_until(h, retval, deadline);
 }
 
 int fiber_detach(fiber_t h)

@@ -57,12 +57,16 @@ void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 	fb_spin_lock(&s->lock);
 	f->exited = true;
 	joiner = f->joiner;
+	/* Claimed under the lock: a joiner that timed out leaves under it
+	 * (api/fiber.c), and then the fiber stays joinable. */
+	if (joiner && !fb_waiter_claim(joiner, FB_CLAIM_WOKEN))
+		joiner = NULL;
 	free_it = f->join == FB_DETACHED;
 	if (joiner || free_it)
 		fb_handle_retire_locked(s);
 	fb_spin_unlock(&s->lock);
 	fb_sched_fiber_reaped();
-	if (joiner && fb_waiter_claim(joiner, FB_CLAIM_WOKEN))
+	if (joiner)
 		fb_waiter_wake(joiner, 0);
 	else if (free_it)
 		fb_fiber_free(f);

@@ -238,10 +238,13 @@ static void abandon(struct fb_fiber *f, int nth)
 	f->abandoned = true;
 	joiner = f->joiner;
 	f->joiner = NULL;
+	/* A thread joining it would wait for ever: tell it.  Claimed under
+	 * the lock, which a joiner that times out leaves under. */
+	if (joiner &&
+	    (joiner->fiber || !fb_waiter_claim(joiner, FB_CLAIM_WOKEN)))
+		joiner = NULL;
 	fb_spin_unlock(&f->slot->lock);
-	/* A thread joining it would wait for ever: tell it. */
-	if (joiner && !joiner->fiber &&
-	    fb_waiter_claim(joiner, FB_CLAIM_WOKEN)) {
+	if (joiner) {
 		joiner->result = ESHUTDOWN;
 		fb_waiter_wake(joiner, 0);
 	}

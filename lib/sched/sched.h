@@ -180,7 +180,7 @@ struct fb_waiter {
 	struct fb_fiber *fiber; /* NULL for a foreign thread */
 	atomic_uint futex;	/* foreign thread: 0 waiting, 1 woken */
 	_Atomic int claim;	/* FB_CLAIM_*, CAS from NONE once */
-	int result;		/* set by the waker before the wake */
+	int result;		/* set by the waker first; never ETIMEDOUT */
 	uintptr_t data;		/* object specific (rwlock kind, chan slot) */
 	int kind;		/* enum fb_wait_kind; constant */
 	const void *obj;	/* what it waits on; constant */
@@ -695,6 +695,16 @@ uint64_t fb_timer_next(struct fb_worker *w);
  */
 int fb_waiter_wait_timed(struct fb_waiter *w, struct fb_spinlock *lock,
 			 uint64_t deadline);
+/*
+ * fb_waiter_wait_keep - fb_waiter_wait_timed() for objects that must put
+ * their state right when a waiter leaves without a waker (a join, a
+ * barrier): on ETIMEDOUT it returns with @lock held again and @w still
+ * where it was queued, for the caller to take off and to unlock.
+ * Return: w->result with @lock released, or ETIMEDOUT with @lock held.
+ * Context: as fb_waiter_wait_timed().
+ */
+int fb_waiter_wait_keep(struct fb_waiter *w, struct fb_spinlock *lock,
+			uint64_t deadline);
 /* An absolute CLOCK_MONOTONIC timespec as a deadline; validity check. */
 uint64_t fb_deadline_from_timespec(const struct timespec *abstime);
 bool fb_timespec_valid(const struct timespec *ts);

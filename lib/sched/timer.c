@@ -36,7 +36,12 @@
  * alive (destroy says EBUSY while a waiter is linked, and wakers skip a
  * waiter they cannot claim); it takes L, unlinks itself and returns
  * ETIMEDOUT.  The waiter cancels its timer before it returns, which waits
- * for a running callback, so the frame outlives every use.
+ * for a running callback, so the frame outlives every use.  Objects whose
+ * state a leaving waiter must put right (a join, a barrier) use
+ * fb_waiter_wait_keep(), which hands the lock back instead of unlinking.
+ *
+ * fiber_now(), fiber_sleep_until() and the _until calls of the API take
+ * deadlines in CLOCK_MONOTONIC nanoseconds, what the timers keep.
  */
 #include <errno.h>
 #include <time.h>
@@ -205,18 +210,16 @@ static void expire(struct fb_timer *t)
 		fb_waiter_wake(tw->w, 0);
 }
 
-/* leave - a waiter that claimed itself (timed out) takes itself off the
- * wait list; it is still linked, so the object is alive. */
-static int leave(struct fb_waiter *w, struct fb_spinlock *lock)
+/* unlink - take a waiter that left by itself (timed out) off its wait
+ * list; it is still linked, so the object is alive.  @lock held. */
+static void unlink_locked(struct fb_waiter *w)
 {
-	fb_spin_lock(lock);
 	if (queued(w))
 		fb_list_del(&w->node);
-	fb_spin_unlock(lock);
-	return ETIMEDOUT;
 }
 
-/* The foreign-thread side: futex waits bounded by the deadline. */
+/* The foreign-thread side: futex waits bounded by the deadline.  Returns
+ * as fb_waiter_wait_keep(). */
 static int wait_thread(struct fb_waiter *w, struct fb_spinlock *lock,
 		       uint64_t deadline)
 {
@@ -227,8 +230,10 @@ static int wait_thread(struct fb_waiter *w, struct fb_spinlock *lock,
 	while (!fb_load_acquire(&w->futex)) {
 		now = fb_now_ns();
 		if (now >= deadline) {
-			if (fb_waiter_claim(w, FB_CLAIM_TIMEDOUT))
-				return leave(w, lock);
+			if (fb_waiter_claim(w, FB_CLAIM_TIMEDOUT)) {
+				fb_spin_lock(lock);
+				return ETIMEDOUT;
+			}
 			/* A waker took it: its wake is on the way. */
 			while (!fb_load_acquire(&w->futex))
 				fb_futex_wait(&w->futex, 0, NULL);
@@ -242,8 +247,8 @@ static int wait_thread(struct fb_waiter *w, struct fb_spinlock *lock,
 	return w->result;
 }
 
-int fb_waiter_wait_timed(struct fb_waiter *w, struct fb_spinlock *lock,
-			 uint64_t deadline)
+int fb_waiter_wait_keep(struct fb_waiter *w, struct fb_spinlock *lock,
+			uint64_t deadline)
 {
 	struct timed_wait tw;
 	struct fb_worker *self;
@@ -257,10 +262,8 @@ int fb_waiter_wait_timed(struct fb_waiter *w, struct fb_spinlock *lock,
 		/* Nobody can have claimed it: we hold the lock and armed no
 		 * timer. */
 		fb_store_relaxed(&w->claim, FB_CLAIM_TIMEDOUT);
-		fb_list_del(&w->node);
 		if (w->fiber)
 			fb_store_relaxed(&w->fiber->state, FB_FIBER_RUNNING);
-		fb_spin_unlock(lock);
 		return ETIMEDOUT;
 	}
 	if (!w->fiber)
@@ -272,9 +275,28 @@ int fb_waiter_wait_timed(struct fb_waiter *w, struct fb_spinlock *lock,
 	fb_timer_arm(&tw.timer, self);
 	fb_waiter_wait(w, lock);
 	fb_timer_cancel(&tw.timer);
-	if (fb_load_acquire(&w->claim) == FB_CLAIM_TIMEDOUT)
-		return leave(w, lock);
+	if (fb_load_acquire(&w->claim) == FB_CLAIM_TIMEDOUT) {
+		fb_spin_lock(lock);
+		return ETIMEDOUT;
+	}
 	return w->result;
+}
+
+int fb_waiter_wait_timed(struct fb_waiter *w, struct fb_spinlock *lock,
+			 uint64_t deadline)
+{
+	int err;
+
+	if (deadline == FB_NO_DEADLINE) {
+		fb_waiter_wait(w, lock);
+		return w->result;
+	}
+	err = fb_waiter_wait_keep(w, lock, deadline);
+	if (err == ETIMEDOUT) {
+		unlink_locked(w);
+		fb_spin_unlock(lock);
+	}
+	return err;
 }
 
 uint64_t fb_deadline_from_timespec(const struct timespec *abstime)
@@ -292,7 +314,41 @@ bool fb_timespec_valid(const struct timespec *ts)
 	return ts && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000;
 }
 
-/* ---- sleeping ------------------------------------------------------------ */
+/* ---- time and sleeping -------------------------------------------------- */
+
+/*
+ * fiber_now - the time on CLOCK_MONOTONIC in nanoseconds, the clock of
+ * every deadline of the API.  Context: any thread; never fails.
+ */
+uint64_t fiber_now(void)
+{
+	return fb_now_ns();
+}
+
+/* sleep_until - park the calling fiber, or sleep the calling thread, until
+ * @deadline (FB_NO_DEADLINE: for ever).  Return: 0. */
+static int sleep_until(uint64_t deadline)
+{
+	struct fb_spinlock lock = { 0 };
+	struct fb_list q;
+	struct fb_waiter w;
+	struct timespec ts;
+
+	if (!fb_current()) {
+		ts.tv_sec = (time_t)(deadline / 1000000000u);
+		ts.tv_nsec = (long)(deadline % 1000000000u);
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
+				       NULL) == EINTR)
+			;
+		return 0;
+	}
+	fb_list_init(&q);
+	fb_spin_lock(&lock);
+	fb_waiter_prepare(&w, FB_WAIT_SLEEP, NULL);
+	fb_list_add_tail(&w.node, &q);
+	fb_waiter_wait_timed(&w, &lock, deadline);
+	return 0;
+}
 
 /*
  * fiber_sleep - park the calling fiber for at least @ns nanoseconds (0:
@@ -301,35 +357,31 @@ bool fb_timespec_valid(const struct timespec *ts)
  */
 void fiber_sleep(uint64_t ns)
 {
-	struct fb_spinlock lock = { 0 };
-	struct fb_list q;
-	struct fb_waiter w;
-	struct timespec ts;
 	uint64_t deadline = fb_now_ns() + ns;
 
 	if (ns > UINT64_MAX / 2)
 		deadline = FB_NO_DEADLINE - 1;
-	if (!fb_current()) {
-		ts.tv_sec = (time_t)(deadline / 1000000000u);
-		ts.tv_nsec = (long)(deadline % 1000000000u);
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
-				       NULL) == EINTR)
-			;
-		return;
-	}
-	if (ns == 0) {
+	if (ns == 0 && fb_current()) {
 		fb_sched_yield();
 		return;
 	}
-	fb_list_init(&q);
-	fb_spin_lock(&lock);
-	fb_waiter_prepare(&w, FB_WAIT_SLEEP, NULL);
-	fb_list_add_tail(&w.node, &q);
-	fb_waiter_wait_timed(&w, &lock, deadline);
+	sleep_until(deadline);
 }
 
 /* fiber_usleep - fiber_sleep() for @us microseconds.  Context: any thread. */
 void fiber_usleep(unsigned int us)
 {
 	fiber_sleep((uint64_t)us * 1000u);
+}
+
+/*
+ * fiber_sleep_until - park the calling fiber (sleep the calling thread)
+ * until fiber_now() reaches @deadline; a deadline that has passed
+ * returns at once, FIBER_NO_DEADLINE never.
+ * Context: any thread.
+ * Return: 0.
+ */
+int fiber_sleep_until(uint64_t deadline)
+{
+	return sleep_until(deadline);
 }

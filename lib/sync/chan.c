@@ -182,6 +182,20 @@ int fiber_chan_timedsend(fiber_chan_t *chan, const void *elem,
 }
 
 /*
+ * fiber_chan_send_until - fiber_chan_send() that gives up when
+ * fiber_now() reaches @deadline (CLOCK_MONOTONIC ns; FIBER_NO_DEADLINE:
+ * never); an element that can go at once goes whatever the deadline.
+ * Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; ETIMEDOUT (the element was not delivered); EINVAL for NULL;
+ * EPIPE if @chan is closed.
+ */
+int fiber_chan_send_until(fiber_chan_t *chan, const void *elem,
+			  uint64_t deadline)
+{
+	return send_until(chan, elem, deadline);
+}
+
+/*
  * fiber_chan_trysend - fiber_chan_send() if it need not wait.
  * Context: any thread; never switches.
  * Return: 0; EINVAL for NULL; EPIPE if @chan is closed; EAGAIN if the
@@ -244,6 +258,19 @@ int fiber_chan_timedrecv(fiber_chan_t *chan, void *elem,
 	if (!fb_timespec_valid(abstime))
 		return EINVAL;
 	return recv_until(chan, elem, fb_deadline_from_timespec(abstime));
+}
+
+/*
+ * fiber_chan_recv_until - fiber_chan_recv() that gives up when
+ * fiber_now() reaches @deadline (CLOCK_MONOTONIC ns; FIBER_NO_DEADLINE:
+ * never); an element that is there is taken whatever the deadline.
+ * Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; ETIMEDOUT (@elem untouched); EINVAL for NULL; EPIPE once
+ * @chan is closed and drained.
+ */
+int fiber_chan_recv_until(fiber_chan_t *chan, void *elem, uint64_t deadline)
+{
+	return recv_until(chan, elem, deadline);
 }
 
 /*

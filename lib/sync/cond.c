@@ -113,6 +113,20 @@ int fiber_cond_timedwait(fiber_cond_t *cond, fiber_mutex_t *mutex,
 }
 
 /*
+ * fiber_cond_wait_until - fiber_cond_wait() that gives up when
+ * fiber_now() reaches @deadline (CLOCK_MONOTONIC ns; FIBER_NO_DEADLINE:
+ * never).  @mutex is held again on every return but EINVAL and EPERM.
+ * Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; ETIMEDOUT; EINVAL for NULL; EPERM if the caller does not
+ * hold @mutex.
+ */
+int fiber_cond_wait_until(fiber_cond_t *cond, fiber_mutex_t *mutex,
+			  uint64_t deadline)
+{
+	return cond_wait_until(cond, mutex, deadline);
+}
+
+/*
  * fiber_cond_signal - wake the longest waiter of @cond, if any.
  * Context: any thread; never switches.
  * Return: 0; EINVAL for NULL.

@@ -250,6 +250,20 @@ int fiber_pipe_timedread(fiber_pipe_t *pipe, void *buf, size_t len,
 }
 
 /*
+ * fiber_pipe_read_until - fiber_pipe_read() that gives up when fiber_now()
+ * reaches @deadline (CLOCK_MONOTONIC ns; FIBER_NO_DEADLINE: never) if no
+ * byte came; bytes that are there are read whatever the deadline.
+ * Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; ETIMEDOUT (*@done is 0); EINVAL for NULL; EBADF if the read
+ * end is closed.
+ */
+int fiber_pipe_read_until(fiber_pipe_t *pipe, void *buf, size_t len,
+			  size_t *done, uint64_t deadline)
+{
+	return read_until(pipe, buf, len, done, deadline);
+}
+
+/*
  * fiber_pipe_write - write the @len bytes at @buf into @pipe, waiting for
  * room as needed, and store in *@done how many got in (all of them on
  * success).
@@ -317,6 +331,19 @@ int fiber_pipe_timedwrite(fiber_pipe_t *pipe, const void *buf, size_t len,
 		return EINVAL;
 	return write_until(pipe, buf, len, done,
 			   fb_deadline_from_timespec(abstime));
+}
+
+/*
+ * fiber_pipe_write_until - fiber_pipe_write() that gives up when
+ * fiber_now() reaches @deadline (CLOCK_MONOTONIC ns; FIBER_NO_DEADLINE:
+ * never), with *@done telling how many bytes got in.
+ * Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; ETIMEDOUT; EINVAL for NULL; EPIPE; EBADF.
+ */
+int fiber_pipe_write_until(fiber_pipe_t *pipe, const void *buf, size_t len,
+			   size_t *done, uint64_t deadline)
+{
+	return write_until(pipe, buf, len, done, deadline);
 }
 
 /*

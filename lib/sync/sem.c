@@ -98,6 +98,18 @@ int fiber_sem_timedwait(fiber_sem_t *sem, const struct timespec *abstime)
 }
 
 /*
+ * fiber_sem_wait_until - fiber_sem_wait() that gives up when fiber_now()
+ * reaches @deadline (CLOCK_MONOTONIC ns; FIBER_NO_DEADLINE: never).  A
+ * unit that is there is taken whatever the deadline.
+ * Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; ETIMEDOUT (no unit taken); EINVAL for NULL.
+ */
+int fiber_sem_wait_until(fiber_sem_t *sem, uint64_t deadline)
+{
+	return sem_wait_until(sem, deadline);
+}
+
+/*
  * fiber_sem_trywait - take one unit of @sem if there is one.
  * Context: any thread; never switches.
  * Return: 0; EINVAL for NULL; EAGAIN if the count is 0.
