@@ -227,6 +227,35 @@ FIBER_API int fiber_join(fiber_t fiber, void **retval);
  * @deadline (see "Time and deadlines").  Return: as fiber_join(), or
  * ETIMEDOUT: @fiber is still running and still joinable. */
 FIBER_API int fiber_join_until(fiber_t fiber, void **retval, uint64_t deadline);
+/*
+ * Cancellation.  fiber_cancel(f) makes f's current or next cancellation
+ * point return ECANCELED (the fd calls: -1 with errno ECANCELED); the call
+ * that reports it consumes it, and several cancellations before it count
+ * as one.  Nothing is unwound: the call returns as one that timed out
+ * does, with nothing sent, received or taken (a pipe write and a partial
+ * fd write say in their count what got in; an fd write that wrote some
+ * bytes returns that count and the next call reports the cancellation).
+ * A fiber may cancel itself.  Threads that are not workers are never
+ * cancelled.
+ *
+ * Cancellation points: fiber_sleep_until; fiber_join, fiber_join_until;
+ * fiber_cond_wait, _timedwait, _wait_until (which take the mutex again
+ * before they return ECANCELED); fiber_sem_wait, _timedwait, _wait_until;
+ * fiber_barrier_wait; fiber_chan_send, _recv and their timed and _until
+ * forms; fiber_pipe_read, _write and their timed and _until forms;
+ * every fd call (fiber_read, _write, _readv, _writev, _recv, _send,
+ * _accept, _connect, _poll).
+ * Not cancellation points: the locks (fiber_mutex_lock, fiber_rwlock_*
+ * lock), fiber_once, fiber_sleep and fiber_usleep (they return nothing),
+ * fiber_yield, fiber_close, the try calls and everything that never
+ * waits.  A cancellation that reaches a fiber waiting in one of those
+ * waits for its next cancellation point.
+ *
+ * fiber_cancel - Context: any thread; never waits.
+ * Return: 0; ESRCH for NULL, a stale handle, or a fiber that has exited;
+ * ESHUTDOWN if fiber_shutdown() abandoned it.
+ */
+FIBER_API int fiber_cancel(fiber_t fiber);
 /* Let @fiber's resources go when it exits; its handle is stale from then.
  * Return: 0; EINVAL if it is detached or being joined; ESRCH for NULL or a
  * stale handle. */
@@ -327,6 +356,8 @@ FIBER_API uint64_t fiber_now(void);
  * Synchronisation objects.  All-zero memory (the _INITIALIZER macros) is an
  * unlocked, empty object; the _init functions exist for symmetry with pthreads
  * and cannot fail.  Destroying an object something waits on gives EBUSY.
+ * Every call below that waits, but the locks and fiber_once, is a
+ * cancellation point and may also return ECANCELED (see fiber_cancel).
  */
 typedef struct fiber_mutex {
 	uint64_t opaque[4];
@@ -508,7 +539,8 @@ FIBER_API int fiber_sleep_until(uint64_t deadline);
  * writes and sends return once every byte is written, or with the count
  * written before an error (ECONNRESET, EPIPE...), which the next call
  * reports.  Transfers honour SO_RCVTIMEO / SO_SNDTIMEO and then fail with
- * ETIMEDOUT.  Any errno of the underlying call can come back, plus
+ * ETIMEDOUT.  Every call but fiber_close and fiber_errno is a
+ * cancellation point (ECANCELED, see fiber_cancel).  Any errno of the underlying call can come back, plus
  * ETIMEDOUT, EBADF (the fd was closed, see below), and ENOMEM or EPERM (an
  * fd epoll cannot watch) from the poller.
  *

@@ -272,6 +272,9 @@ static int join_until(fiber_t h, void **retval, uint64_t deadline)
 		return ESRCH;
 	if (cur && cur->self == h)
 		return EDEADLK;
+	err = fb_cancel_point();
+	if (err)
+		return err;
 	f = fb_handle_lock(h, &s);
 	if (!f)
 		return ESRCH;
@@ -286,13 +289,16 @@ static int join_until(fiber_t h, void **retval, uint64_t deadline)
 	f->join = FB_JOINING;
 	if (!f->exited) {
 		/* The reaper retires the handle before it wakes us. */
-		fb_waiter_prepare(&w, FB_WAIT_JOIN, f);
+		fb_waiter_prepare(&w, FB_WAIT_JOIN | FB_WAIT_CANCELLABLE, f);
 		f->joiner = &w;
 		err = fb_waiter_wait_keep(&w, &s->lock, deadline);
-		if (err == ETIMEDOUT) { /* s->lock held, f alive */
+		if (err == ETIMEDOUT || err == ECANCELED) {
+			/* s->lock held, f alive: the reaper did not take us */
 			f->joiner = NULL;
 			f->join = FB_JOINABLE;
 			fb_spin_unlock(&s->lock);
+			if (err == ECANCELED)
+				fb_cancel_consume();
 			return err;
 		}
 		if (err) { /* abandoned while we waited */
@@ -319,6 +325,38 @@ int fiber_join(fiber_t h, void **retval)
 int fiber_join_until(fiber_t h, void **retval, uint64_t deadline)
 {
 	return join_until(h, retval, deadline);
+}
+
+/*
+ * fiber_cancel - make @h's current or next cancellation point return
+ * ECANCELED (sched/cancel.c).  The calling fiber may cancel itself.
+ * Context: any thread; never switches.
+ * Return: 0; ESRCH for NULL, a stale handle or a fiber that has exited;
+ * ESHUTDOWN if fiber_shutdown() abandoned it.
+ */
+int fiber_cancel(fiber_t h)
+{
+	struct fb_handle_slot *s;
+	struct fb_fiber *f;
+	bool claimed = false;
+	int err = 0;
+
+	if (!h)
+		return ESRCH;
+	f = fb_handle_lock(h, &s);
+	if (!f)
+		return ESRCH;
+	if (f->abandoned)
+		err = ESHUTDOWN;
+	else if (f->exited)
+		err = ESRCH;
+	else
+		claimed = fb_cancel_request(f);
+	fb_spin_unlock(&s->lock);
+	/* A claimed wait cannot end before this wake, so @f is alive. */
+	if (claimed)
+		fb_fiber_wake(f, 0);
+	return err;
 }
 
 int fiber_detach(fiber_t h)

@@ -108,10 +108,25 @@ struct call {
 	uint32_t gen;
 };
 
+/* call_enter - the start of every fd call but fiber_close: a
+ * cancellation point (sched/cancel.c), then the entry of @fd. */
 static int call_enter(struct call *k, int fd)
 {
+	int err = fb_cancel_point();
+
+	if (err)
+		return err;
 	k->fd = fd;
 	return fb_poll_enter(fd, &k->d, &k->gen);
+}
+
+/* partial - a write that wrote @done bytes before it failed with -@n
+ * returns the count; a cancellation it met is left for the next call. */
+static ssize_t partial(size_t done, ssize_t n)
+{
+	if (n == -ECANCELED)
+		fb_cancel_restore();
+	return (ssize_t)done;
 }
 
 static void call_leave(struct call *k)
@@ -294,7 +309,7 @@ static ssize_t write_call(int fd, struct buf_ctx *c, io_op op)
 		c->len -= (size_t)n;
 	} while (done < len);
 	call_leave(&k);
-	return done ? (ssize_t)done : posix_ret(n);
+	return done ? partial(done, n) : posix_ret(n);
 }
 
 /*
@@ -434,7 +449,7 @@ static ssize_t writev_all(struct call *k, const struct iovec *iov, int iovcnt)
 		c.cnt = j;
 		n = io_once(k, POLLOUT, SO_SNDTIMEO, op_writev, &c);
 		if (n < 0)
-			return (ssize_t)done;
+			return partial(done, n);
 	}
 }
 

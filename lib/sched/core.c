@@ -495,23 +495,6 @@ static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
 
 /* ---- waiters ------------------------------------------------------------- */
 
-void fb_waiter_prepare(struct fb_waiter *w, int kind, const void *obj)
-{
-	struct fb_fiber *f = fb_current();
-
-	w->fiber = f;
-	w->result = 0;
-	w->kind = kind;
-	w->obj = obj;
-	w->deadline = FB_NO_DEADLINE;
-	fb_store_relaxed(&w->claim, FB_CLAIM_NONE);
-	fb_store_relaxed(&w->futex, 0);
-	if (f) {
-		fb_store_relaxed(&f->waiter, w);
-		fb_store_relaxed(&f->state, FB_FIBER_PARKING);
-	}
-}
-
 const char *fb_wait_kind_name(int kind)
 {
 	static const char *const names[] = {
@@ -532,13 +515,14 @@ void fb_waiter_wait(struct fb_waiter *w, struct fb_spinlock *lock)
 		fb_fiber_park();
 		return;
 	}
-	while (!fb_load_acquire(&w->futex))
-		fb_futex_wait(&w->futex, 0, NULL);
+	while (!fb_load_acquire(w->futexp))
+		fb_futex_wait(w->futexp, 0, NULL);
 }
 
 void fb_waiter_wake(struct fb_waiter *w, unsigned int flags)
 {
 	struct fb_fiber *f = w->fiber;
+	atomic_uint *u;
 
 	if (f) {
 		fb_fiber_wake(f, flags);
@@ -547,8 +531,9 @@ void fb_waiter_wake(struct fb_waiter *w, unsigned int flags)
 	/* The waiter may return as soon as it sees 1; the futex call may then
 	 * hit a dead frame, which costs at most a spurious wakeup of a futex
 	 * user that re-checks its condition, as every one here does. */
-	fb_store_release(&w->futex, 1);
-	fb_futex_wake(&w->futex, 1);
+	u = w->futexp; /* read before the store: then @w may be gone */
+	fb_store_release(u, 1);
+	fb_futex_wake(u, 1);
 }
 
 /* ---- switching ----------------------------------------------------------- */
@@ -686,6 +671,16 @@ picked:
 	fb_sched_finish_switch(fb_worker_self());
 }
 
+/* park_pending - the rest of fb_fiber_park() while a cancellation is
+ * pending somewhere: out of line, to keep the park's own frame empty. */
+static fb_noinline void park_pending(struct fb_worker *w, struct fb_fiber *f)
+{
+	if (fb_cancel_park(f))
+		return;
+	FB_COUNT(w, parks);
+	schedule(w, f, SCHED_PARK);
+}
+
 void fb_fiber_park(void)
 {
 	struct fb_worker *w = fb_worker_self();
@@ -695,6 +690,12 @@ void fb_fiber_park(void)
 	if (!fb_cas(&f->state, &s, FB_FIBER_PARKED)) {
 		FB_BUG_ON(s != FB_FIBER_RUNNING);
 		return; /* woken before we left */
+	}
+	/* A cancellation that came after the call's entry check: the CAS
+	 * above orders the wait's claim word before this load (cancel.c). */
+	if (fb_unlikely(fb_load_seqcst(&fb_nr_cancels_pending))) {
+		park_pending(w, f);
+		return;
 	}
 	FB_COUNT(w, parks);
 	schedule(w, f, SCHED_PARK);

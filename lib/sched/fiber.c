@@ -56,6 +56,7 @@ void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 	fb_stack_cache_put(&w->stacks, &f->stack);
 	fb_spin_lock(&s->lock);
 	f->exited = true;
+	fb_cancel_drop(f); /* fiber_cancel() says ESRCH from now on */
 	joiner = f->joiner;
 	/* Claimed under the lock: a joiner that timed out leaves under it
 	 * (api/fiber.c), and then the fiber stays joinable. */

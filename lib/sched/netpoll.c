@@ -383,14 +383,16 @@ int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline,
 		fb_spin_unlock(&d->lock);
 		return EBADF;
 	}
-	fb_waiter_prepare(&w, FB_WAIT_FD, (const void *)(intptr_t)fd);
+	fb_waiter_prepare(&w, FB_WAIT_FD | FB_WAIT_CANCELLABLE,
+			  (const void *)(intptr_t)fd);
 	w.data = events;
 	fb_list_add_tail(&w.node, &d->waiters);
 	err = arm_locked(fd, d, &w);
 	if (err) {
+		/* Give the wait up as a deadline already past would; a
+		 * cancellation that claimed it stays pending. */
+		fb_waiter_wait_keep(&w, &d->lock, 0);
 		fb_list_del(&w.node);
-		if (w.fiber)
-			fb_store_relaxed(&w.fiber->state, FB_FIBER_RUNNING);
 		fb_spin_unlock(&d->lock);
 		return err;
 	}

@@ -93,6 +93,14 @@ struct fb_fiber {
 	/* The wait it is in or was last in (fb_waiter_prepare); its own
 	 * worker writes it, debuggers and the shutdown report read it. */
 	struct fb_waiter *_Atomic waiter;
+	/* Cancellation (sched/cancel.c).  @wclaim is the claim word of its
+	 * cancellable waits (fb_waiter.claimp points here): NONE while it
+	 * is in one, which fiber_cancel() may then claim, else the outcome
+	 * of the last one (IDLE before the first).  @cancel: a cancellation
+	 * is pending; set by fiber_cancel() under slot->lock, cleared by the
+	 * fiber when a call reports it, and by the reaper. */
+	_Atomic int wclaim;
+	atomic_bool cancel;
 	uint64_t epoch; /* fb_rt_epoch at create */
 	bool abandoned; /* left behind by fiber_shutdown; slot->lock */
 };
@@ -123,12 +131,17 @@ enum fb_wait_kind {
 	FB_WAIT_KINDS(FB_WAIT_ENUM)
 #undef FB_WAIT_ENUM
 };
+/* Or'ed into the kind given to fb_waiter_prepare(): the wait is a
+ * cancellation point, which fiber_cancel() may end (sched/cancel.c). */
+#define FB_WAIT_CANCELLABLE 0x100
 /* fb_wait_kind_name - the name of @kind ("mutex", "chan recv"...). */
 const char *fb_wait_kind_name(int kind);
 
 /*
- * Who ended a wait (fb_waiter.claim).  Exactly one party moves a waiter
- * out of NONE, with a CAS, and only that party may wake it:
+ * Who ended a wait (the claim word, *fb_waiter.claimp).  Exactly one party
+ * moves a waiter out of NONE, with a CAS, and only that party may wake it:
+ *   IDLE      not a waiter's state: a fiber's wclaim before its first
+ *             cancellable wait.
  *   NONE      waiting; on its object's wait list.
  *   WOKEN     a waker took it: the waker unlinked it under the object
  *             lock, stored the outcome (result, data) and woke it.  The
@@ -139,6 +152,9 @@ const char *fb_wait_kind_name(int kind);
  *             why the object cannot be destroyed meanwhile (destroy sees a
  *             waiter and says EBUSY), and why the timer callback never
  *             touches the object.
+ *   CANCELED  fiber_cancel() ended a cancellable wait (sched/cancel.c):
+ *             as TIMEDOUT, the waiter is still linked and unlinks itself;
+ *             nothing was handed to it.
  *   ABANDONED the runtime that ran the fiber shut down without it
  *             (sched/runtime.c): it stays linked and is never woken, so a
  *             late post or unlock is harmless.
@@ -147,10 +163,12 @@ const char *fb_wait_kind_name(int kind);
  * waiter that is leaving.
  */
 enum {
+	FB_CLAIM_IDLE,
 	FB_CLAIM_NONE,
 	FB_CLAIM_WOKEN,
 	FB_CLAIM_TIMEDOUT,
 	FB_CLAIM_ABANDONED,
+	FB_CLAIM_CANCELED,
 };
 
 /*
@@ -170,6 +188,10 @@ enum {
  * waiter may run and its stack frame (w) be gone: the waker must not touch w.
  * Each waiter is woken exactly once, by whoever claimed it (see above).
  *
+ * The claim word is the waiter's own, @claim, but for a fiber's
+ * cancellable wait: that one uses the fiber's wclaim, which fiber_cancel()
+ * can reach without the waiter (sched/cancel.c).
+ *
  * Lifetime rule (every object of sync/ keeps it): a woken waiter never
  * touches the object again unless it is still counted by the object, so
  * "last unlock (or close), then destroy and free" is safe as soon as
@@ -180,7 +202,9 @@ struct fb_waiter {
 	struct fb_fiber *fiber; /* NULL for a foreign thread */
 	atomic_uint futex;	/* foreign thread: 0 waiting, 1 woken */
 	_Atomic int claim;	/* FB_CLAIM_*, CAS from NONE once */
-	int result;		/* set by the waker first; never ETIMEDOUT */
+	_Atomic int *claimp;	/* the claim word: &claim, or see above */
+	atomic_uint *futexp;	/* foreign thread: the word it sleeps on */
+	int result;		/* by the waker; never ETIMEDOUT/ECANCELED */
 	uintptr_t data;		/* object specific (rwlock kind, chan slot) */
 	int kind;		/* enum fb_wait_kind; constant */
 	const void *obj;	/* what it waits on; constant */
@@ -194,7 +218,7 @@ static inline bool fb_waiter_claim(struct fb_waiter *w, int how)
 {
 	int none = FB_CLAIM_NONE;
 
-	return atomic_compare_exchange_strong_explicit(&w->claim, &none, how,
+	return atomic_compare_exchange_strong_explicit(w->claimp, &none, how,
 						       memory_order_acq_rel,
 						       memory_order_acquire);
 }
@@ -230,10 +254,7 @@ static inline struct fb_waiter *fb_waitq_pop(struct fb_list *q)
 /* Wake flags. */
 #define FB_WF_SYNC 0x1 /* the waker is about to block (hand-off) */
 
-/* fb_waiter_prepare - initialise @w for the caller, waiting on @obj (a
- * @kind, enum fb_wait_kind) and, for a fiber, announce PARKING.
- * Context: any thread, with the object lock held. */
-void fb_waiter_prepare(struct fb_waiter *w, int kind, const void *obj);
+/* fb_waiter_prepare(w, kind, obj) is below, inline, after the worker. */
 /* fb_waiter_wait - release @lock and sleep until fb_waiter_wake(@w).
  * Context: any thread; parks a fiber, futex-waits a foreign thread.
  * Returns with @lock released. */
@@ -378,6 +399,42 @@ struct fb_worker *fb_worker_self_slow(void);
 #define fb_worker_self() fb_worker_self_slow()
 #endif
 struct fb_fiber *fb_current(void);
+
+/*
+ * fb_waiter_prepare - initialise @w for the caller, waiting on @obj (a
+ * @kind, enum fb_wait_kind, with FB_WAIT_CANCELLABLE for a cancellation
+ * point) and, for a fiber, announce PARKING.  Inline: every wait runs it,
+ * and @kind is a constant at each call.
+ * Context: any thread, with the object lock held.
+ */
+static inline void fb_waiter_prepare(struct fb_waiter *w, int kind,
+				     const void *obj)
+{
+	struct fb_worker *self = fb_worker_self();
+	struct fb_fiber *f = self ? self->curr : NULL;
+
+	w->fiber = f;
+	w->result = 0;
+	w->kind = kind & ~FB_WAIT_CANCELLABLE;
+	w->obj = obj;
+	w->deadline = FB_NO_DEADLINE;
+	if (f) {
+		fb_store_relaxed(&f->waiter, w);
+		fb_store_relaxed(&f->state, FB_FIBER_PARKING);
+		if (kind & FB_WAIT_CANCELLABLE) {
+			/* Released after PARKING: a canceller that claims it
+			 * finds the fiber parking (sched/cancel.c). */
+			w->claimp = &f->wclaim;
+			fb_store_release(&f->wclaim, FB_CLAIM_NONE);
+			return;
+		}
+	} else {
+		w->futexp = &w->futex;
+		fb_store_relaxed(&w->futex, 0);
+	}
+	w->claimp = &w->claim;
+	fb_store_relaxed(&w->claim, FB_CLAIM_NONE);
+}
 /* fb_thread_id - an id of the calling thread for lock ownership, unique
  * for the life of the process (bit 63 set, so it never equals a fiber id;
  * a pthread_t can be reused, this cannot).  Context: any thread. */
@@ -672,6 +729,45 @@ void fb_runtime_atfork(int phase);
  * start.  Return: 0 or the errno of fiber_init. */
 int fb_runtime_get(void);
 
+/* ---- cancellation (sched/cancel.c, whose opening comment argues it) ---- */
+
+/* Fibers whose cancellation is pending (fb_fiber.cancel set): while it is
+ * 0, a cancellation point costs one load.  Atomic, seq_cst RMWs. */
+extern atomic_uint fb_nr_cancels_pending __attribute__((visibility("hidden")));
+int fb_cancel_point_slow(void);
+/*
+ * fb_cancel_point - the entry of a cancellation point: consume a pending
+ * cancellation of the calling fiber.
+ * Return: 0, or ECANCELED when the call must return it at once.
+ * Context: any thread (a foreign thread is never cancelled).
+ */
+static inline int fb_cancel_point(void)
+{
+	if (fb_likely(!fb_load_relaxed(&fb_nr_cancels_pending)))
+		return 0;
+	return fb_cancel_point_slow();
+}
+/* fb_cancel_request - fiber_cancel() of live, not exited @f: make its
+ * cancellation pending and claim the cancellable wait it is in, if any.
+ * Return: true if it claimed one: the caller must fb_fiber_wake(@f).
+ * Context: any thread, @f->slot->lock held. */
+bool fb_cancel_request(struct fb_fiber *f);
+/* fb_cancel_consume - the calling fiber reports its pending cancellation
+ * (ECANCELED), which ends it.  Context: a fiber. */
+void fb_cancel_consume(void);
+/* fb_cancel_restore - make the calling fiber's cancellation pending again
+ * after a wait consumed it but the call could not report it (a write
+ * that returns the bytes it wrote).  Context: a fiber. */
+void fb_cancel_restore(void);
+/* fb_cancel_drop - forget @f's pending cancellation: it has exited.
+ * Context: the reaper, @f->slot->lock held. */
+void fb_cancel_drop(struct fb_fiber *f);
+/* fb_cancel_park - fb_fiber_park() of @f, PARKED now, found a
+ * cancellation pending: claim its cancellable wait itself.  Return: true
+ * if it did (then @f is RUNNING again and must not switch).
+ * Context: the fiber @f. */
+bool fb_cancel_park(struct fb_fiber *f);
+
 /* ---- timers and the poller (sched/timer.c, sched/netpoll.c) ---- */
 
 /* fb_timer_arm - arm @t (deadline and fn set) on worker @w's heap.
@@ -688,20 +784,24 @@ void fb_timer_run(struct fb_worker *w, uint64_t now);
 uint64_t fb_timer_next(struct fb_worker *w);
 /*
  * fb_waiter_wait_timed - fb_waiter_wait() that gives up at @deadline
- * (FB_NO_DEADLINE: never).  @w is on a wait list protected by @lock.
+ * (FB_NO_DEADLINE: never) or, for a cancellable wait, at fiber_cancel().
+ * @w is on a wait list protected by @lock.
  * Return: w->result as set by the waker, or ETIMEDOUT if the deadline
- * came first (then @w was taken off the list under @lock).  Returns with
- * @lock released.  Context: any thread, like fb_waiter_wait().
+ * came first, or ECANCELED (consumed) if a cancellation did; then @w was
+ * taken off the list under @lock.  Returns with @lock released.
+ * Context: any thread, like fb_waiter_wait().
  */
 int fb_waiter_wait_timed(struct fb_waiter *w, struct fb_spinlock *lock,
 			 uint64_t deadline);
 /*
  * fb_waiter_wait_keep - fb_waiter_wait_timed() for objects that must put
  * their state right when a waiter leaves without a waker (a join, a
- * barrier): on ETIMEDOUT it returns with @lock held again and @w still
- * where it was queued, for the caller to take off and to unlock.
- * Return: w->result with @lock released, or ETIMEDOUT with @lock held.
- * Context: as fb_waiter_wait_timed().
+ * barrier): on ETIMEDOUT or ECANCELED it returns with @lock held again
+ * and @w still where it was queued, for the caller to take off and to
+ * unlock; the caller consumes the cancellation (fb_cancel_consume) if it
+ * reports it.
+ * Return: w->result with @lock released, or ETIMEDOUT or ECANCELED with
+ * @lock held.  Context: as fb_waiter_wait_timed().
  */
 int fb_waiter_wait_keep(struct fb_waiter *w, struct fb_spinlock *lock,
 			uint64_t deadline);

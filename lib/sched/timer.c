@@ -227,7 +227,7 @@ static int wait_thread(struct fb_waiter *w, struct fb_spinlock *lock,
 	uint64_t now, d;
 
 	fb_spin_unlock(lock);
-	while (!fb_load_acquire(&w->futex)) {
+	while (!fb_load_acquire(w->futexp)) {
 		now = fb_now_ns();
 		if (now >= deadline) {
 			if (fb_waiter_claim(w, FB_CLAIM_TIMEDOUT)) {
@@ -235,16 +235,44 @@ static int wait_thread(struct fb_waiter *w, struct fb_spinlock *lock,
 				return ETIMEDOUT;
 			}
 			/* A waker took it: its wake is on the way. */
-			while (!fb_load_acquire(&w->futex))
-				fb_futex_wait(&w->futex, 0, NULL);
+			while (!fb_load_acquire(w->futexp))
+				fb_futex_wait(w->futexp, 0, NULL);
 			break;
 		}
 		d = deadline - now;
 		rel.tv_sec = (time_t)(d / 1000000000u);
 		rel.tv_nsec = (long)(d % 1000000000u);
-		fb_futex_wait(&w->futex, 0, &rel);
+		fb_futex_wait(w->futexp, 0, &rel);
 	}
 	return w->result;
+}
+
+/* canceled - did fiber_cancel() end @w's wait?  Only while some
+ * cancellation is pending can it have (sched/cancel.c). */
+static inline bool canceled(struct fb_waiter *w)
+{
+	return fb_unlikely(fb_load_relaxed(&fb_nr_cancels_pending)) &&
+	       fb_load_acquire(w->claimp) == FB_CLAIM_CANCELED;
+}
+
+/*
+ * give_up - end @w, still queued under @lock, without sleeping: its
+ * deadline has passed.  Wakers need @lock and no timer is armed, so only
+ * fiber_cancel() can have claimed it; then its wake must be taken before
+ * the fiber waits again.  Return (with @lock held): ETIMEDOUT, or
+ * ECANCELED.
+ */
+static int give_up(struct fb_waiter *w, struct fb_spinlock *lock)
+{
+	if (fb_waiter_claim(w, FB_CLAIM_TIMEDOUT)) {
+		if (w->fiber)
+			fb_store_relaxed(&w->fiber->state, FB_FIBER_RUNNING);
+		return ETIMEDOUT;
+	}
+	fb_spin_unlock(lock);
+	fb_fiber_park(); /* the canceller's wake: PARKING, or RUNNING */
+	fb_spin_lock(lock);
+	return ECANCELED;
 }
 
 int fb_waiter_wait_keep(struct fb_waiter *w, struct fb_spinlock *lock,
@@ -252,20 +280,19 @@ int fb_waiter_wait_keep(struct fb_waiter *w, struct fb_spinlock *lock,
 {
 	struct timed_wait tw;
 	struct fb_worker *self;
+	int c;
 
 	w->deadline = deadline;
 	if (deadline == FB_NO_DEADLINE) {
 		fb_waiter_wait(w, lock);
+		if (canceled(w)) {
+			fb_spin_lock(lock);
+			return ECANCELED;
+		}
 		return w->result;
 	}
-	if (fb_now_ns() >= deadline) {
-		/* Nobody can have claimed it: we hold the lock and armed no
-		 * timer. */
-		fb_store_relaxed(&w->claim, FB_CLAIM_TIMEDOUT);
-		if (w->fiber)
-			fb_store_relaxed(&w->fiber->state, FB_FIBER_RUNNING);
-		return ETIMEDOUT;
-	}
+	if (fb_now_ns() >= deadline)
+		return give_up(w, lock);
 	if (!w->fiber)
 		return wait_thread(w, lock, deadline);
 	self = fb_worker_self();
@@ -275,9 +302,10 @@ int fb_waiter_wait_keep(struct fb_waiter *w, struct fb_spinlock *lock,
 	fb_timer_arm(&tw.timer, self);
 	fb_waiter_wait(w, lock);
 	fb_timer_cancel(&tw.timer);
-	if (fb_load_acquire(&w->claim) == FB_CLAIM_TIMEDOUT) {
+	c = fb_load_acquire(w->claimp);
+	if (c == FB_CLAIM_TIMEDOUT || c == FB_CLAIM_CANCELED) {
 		fb_spin_lock(lock);
-		return ETIMEDOUT;
+		return c == FB_CLAIM_TIMEDOUT ? ETIMEDOUT : ECANCELED;
 	}
 	return w->result;
 }
@@ -289,13 +317,19 @@ int fb_waiter_wait_timed(struct fb_waiter *w, struct fb_spinlock *lock,
 
 	if (deadline == FB_NO_DEADLINE) {
 		fb_waiter_wait(w, lock);
-		return w->result;
+		if (!canceled(w))
+			return w->result;
+		fb_spin_lock(lock);
+		err = ECANCELED;
+	} else {
+		err = fb_waiter_wait_keep(w, lock, deadline);
+		if (err != ETIMEDOUT && err != ECANCELED)
+			return err;
 	}
-	err = fb_waiter_wait_keep(w, lock, deadline);
-	if (err == ETIMEDOUT) {
-		unlink_locked(w);
-		fb_spin_unlock(lock);
-	}
+	unlink_locked(w);
+	fb_spin_unlock(lock);
+	if (err == ECANCELED)
+		fb_cancel_consume();
 	return err;
 }
 
@@ -326,8 +360,9 @@ uint64_t fiber_now(void)
 }
 
 /* sleep_until - park the calling fiber, or sleep the calling thread, until
- * @deadline (FB_NO_DEADLINE: for ever).  Return: 0. */
-static int sleep_until(uint64_t deadline)
+ * @deadline (FB_NO_DEADLINE: for ever); @kind is FB_WAIT_SLEEP, with
+ * FB_WAIT_CANCELLABLE for fiber_sleep_until().  Return: 0; ECANCELED. */
+static int sleep_until(uint64_t deadline, int kind)
 {
 	struct fb_spinlock lock = { 0 };
 	struct fb_list q;
@@ -344,10 +379,11 @@ static int sleep_until(uint64_t deadline)
 	}
 	fb_list_init(&q);
 	fb_spin_lock(&lock);
-	fb_waiter_prepare(&w, FB_WAIT_SLEEP, NULL);
+	fb_waiter_prepare(&w, kind, NULL);
 	fb_list_add_tail(&w.node, &q);
-	fb_waiter_wait_timed(&w, &lock, deadline);
-	return 0;
+	return fb_waiter_wait_timed(&w, &lock, deadline) == ECANCELED ?
+		       ECANCELED :
+		       0;
 }
 
 /*
@@ -365,7 +401,9 @@ void fiber_sleep(uint64_t ns)
 		fb_sched_yield();
 		return;
 	}
-	sleep_until(deadline);
+	/* No cancellation point: a call that returns nothing cannot say
+	 * that it was cancelled. */
+	sleep_until(deadline, FB_WAIT_SLEEP);
 }
 
 /* fiber_usleep - fiber_sleep() for @us microseconds.  Context: any thread. */
@@ -377,11 +415,15 @@ void fiber_usleep(unsigned int us)
 /*
  * fiber_sleep_until - park the calling fiber (sleep the calling thread)
  * until fiber_now() reaches @deadline; a deadline that has passed
- * returns at once, FIBER_NO_DEADLINE never.
+ * returns at once, FIBER_NO_DEADLINE never.  A cancellation point.
  * Context: any thread.
- * Return: 0.
+ * Return: 0; ECANCELED (fiber_cancel).
  */
 int fiber_sleep_until(uint64_t deadline)
 {
-	return sleep_until(deadline);
+	int err = fb_cancel_point();
+
+	if (err)
+		return err;
+	return sleep_until(deadline, FB_WAIT_SLEEP | FB_WAIT_CANCELLABLE);
 }

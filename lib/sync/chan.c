@@ -150,13 +150,16 @@ static int send_until(fiber_chan_t *chan, const void *elem, uint64_t deadline)
 
 	if (!ch || !elem)
 		return EINVAL;
+	err = fb_cancel_point();
+	if (err)
+		return err;
 	fb_spin_lock(&ch->lock);
 	err = fb_chan_send_locked(ch, elem);
 	if (err != EAGAIN) {
 		fb_spin_unlock(&ch->lock);
 		return err;
 	}
-	fb_waiter_prepare(&w, FB_WAIT_CHAN_SEND, ch);
+	fb_waiter_prepare(&w, FB_WAIT_CHAN_SEND | FB_WAIT_CANCELLABLE, ch);
 	w.data = (uintptr_t)elem;
 	fb_list_add_tail(&w.node, &ch->senders);
 	return fb_waiter_wait_timed(&w, &ch->lock, deadline);
@@ -229,13 +232,16 @@ static int recv_until(fiber_chan_t *chan, void *elem, uint64_t deadline)
 
 	if (!ch || !elem)
 		return EINVAL;
+	err = fb_cancel_point();
+	if (err)
+		return err;
 	fb_spin_lock(&ch->lock);
 	err = fb_chan_recv_locked(ch, elem);
 	if (err != EAGAIN) {
 		fb_spin_unlock(&ch->lock);
 		return err;
 	}
-	fb_waiter_prepare(&w, FB_WAIT_CHAN_RECV, ch);
+	fb_waiter_prepare(&w, FB_WAIT_CHAN_RECV | FB_WAIT_CANCELLABLE, ch);
 	w.data = (uintptr_t)elem;
 	fb_list_add_tail(&w.node, &ch->receivers);
 	return fb_waiter_wait_timed(&w, &ch->lock, deadline);

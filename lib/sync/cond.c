@@ -74,9 +74,12 @@ static int cond_wait_until(fiber_cond_t *cond, fiber_mutex_t *mutex,
 		return EINVAL;
 	if (fb_load_relaxed(&m->owner) != fb_sync_self())
 		return EPERM;
+	err = fb_cancel_point(); /* with @mutex still held */
+	if (err)
+		return err;
 
 	fb_spin_lock(&c->lock);
-	fb_waiter_prepare(&w, FB_WAIT_COND, c);
+	fb_waiter_prepare(&w, FB_WAIT_COND | FB_WAIT_CANCELLABLE, c);
 	fb_list_add_tail(&w.node, &c->waiters);
 	fb_mutex_unlock(m);
 	err = fb_waiter_wait_timed(&w, &c->lock, deadline);

@@ -8,9 +8,10 @@
  * DONE.  Once DONE, every call is one acquire load: the release store of
  * DONE makes the function's effects visible to the callers that see it.
  *
- * The function must return: libfiber has no cancellation, so a function
- * that never returns leaves the others waiting forever, and one that calls
- * fiber_once() on the same object deadlocks, as with pthread_once().
+ * The function must return: fiber_once() is not a cancellation point
+ * (fiber_cancel), so a function that never returns leaves the others
+ * waiting forever, and one that calls fiber_once() on the same object
+ * deadlocks, as with pthread_once().
  */
 #include "sync/sync.h"
 

@@ -203,6 +203,11 @@ static int read_until(fiber_pipe_t *pipe, void *buf, size_t len, size_t *done,
 
 	if (!p || (!buf && len) || !done)
 		return EINVAL;
+	err = fb_cancel_point();
+	if (err) {
+		*done = 0;
+		return err;
+	}
 	fb_spin_lock(&p->lock);
 	if (fb_unlikely(p->read_closed)) {
 		fb_spin_unlock(&p->lock);
@@ -220,7 +225,7 @@ static int read_until(fiber_pipe_t *pipe, void *buf, size_t len, size_t *done,
 	rq.buf = buf;
 	rq.len = len;
 	rq.done = 0;
-	fb_waiter_prepare(&w, FB_WAIT_PIPE_READ, p);
+	fb_waiter_prepare(&w, FB_WAIT_PIPE_READ | FB_WAIT_CANCELLABLE, p);
 	w.data = (uintptr_t)&rq;
 	fb_list_add_tail(&w.node, &p->readers);
 	err = fb_waiter_wait_timed(&w, &p->lock, deadline);
@@ -282,6 +287,11 @@ static int write_until(fiber_pipe_t *pipe, const void *buf, size_t len,
 
 	if (!p || (!buf && len) || !done)
 		return EINVAL;
+	err = fb_cancel_point();
+	if (err) {
+		*done = 0;
+		return err;
+	}
 	fb_spin_lock(&p->lock);
 	for (;;) {
 		if (fb_unlikely(p->write_closed || p->read_closed)) {
@@ -297,10 +307,11 @@ static int write_until(fiber_pipe_t *pipe, const void *buf, size_t len,
 				wake_writer(p);
 			break;
 		}
-		fb_waiter_prepare(&w, FB_WAIT_PIPE_WRITE, p);
+		fb_waiter_prepare(&w, FB_WAIT_PIPE_WRITE | FB_WAIT_CANCELLABLE,
+				  p);
 		fb_list_add_tail(&w.node, &p->writers);
 		err = fb_waiter_wait_timed(&w, &p->lock, deadline);
-		if (err) { /* timed out, or a close woke us: not counted */
+		if (err) { /* timed out, cancelled or closed: not counted */
 			*done = n;
 			return err;
 		}

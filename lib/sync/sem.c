@@ -59,9 +59,13 @@ static int sem_wait_until(fiber_sem_t *sem, uint64_t deadline)
 	struct fb_sem *s = FB_SYNC_OBJ(fb_sem, sem);
 	struct fb_waiter w;
 	unsigned int v;
+	int err;
 
 	if (!sem)
 		return EINVAL;
+	err = fb_cancel_point();
+	if (err)
+		return err;
 	fb_spin_lock(&s->lock);
 	v = fb_load_relaxed(&s->value);
 	if (v > 0) {
@@ -69,7 +73,7 @@ static int sem_wait_until(fiber_sem_t *sem, uint64_t deadline)
 		fb_spin_unlock(&s->lock);
 		return 0;
 	}
-	fb_waiter_prepare(&w, FB_WAIT_SEM, s);
+	fb_waiter_prepare(&w, FB_WAIT_SEM | FB_WAIT_CANCELLABLE, s);
 	fb_list_add_tail(&w.node, &s->waiters);
 	/* 0: the poster handed its unit over. */
 	return fb_waiter_wait_timed(&w, &s->lock, deadline);

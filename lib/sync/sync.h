@@ -67,8 +67,8 @@ static inline bool fb_waitq_waiting(const struct fb_list *q)
 	const struct fb_list *n;
 
 	fb_list_for_each (n, q)
-		if (fb_load_relaxed(&fb_container_of(n, struct fb_waiter, node)
-					     ->claim) == FB_CLAIM_NONE)
+		if (fb_load_relaxed(fb_container_of(n, struct fb_waiter, node)
+					    ->claimp) == FB_CLAIM_NONE)
 			return true;
 	return false;
 }
@@ -84,8 +84,8 @@ static inline bool fb_waitq_busy(const struct fb_list *q)
 	const struct fb_list *n;
 
 	fb_list_for_each (n, q)
-		if (fb_load_relaxed(&fb_container_of(n, struct fb_waiter, node)
-					     ->claim) != FB_CLAIM_ABANDONED)
+		if (fb_load_relaxed(fb_container_of(n, struct fb_waiter, node)
+					    ->claimp) != FB_CLAIM_ABANDONED)
 			return true;
 	return false;
 }
