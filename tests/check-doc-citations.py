@@ -118,7 +118,7 @@ def main():
                               (rel, line_of(text, m.start()), m.group(0)))
         joined = WRAP.sub(" ", text)
         for m in CITATION.finditer(joined):
-            doc = "doc/%s.md" % m.group(1)
+            doc = "doc/" + m.group(1) + ".md"
             nums = [m.group(2)] + LIST_ITEM.findall(m.group(3))
             for num in nums:
                 nr += 1

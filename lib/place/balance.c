@@ -174,18 +174,11 @@ static void group_stats(struct fb_lb_env *env, const struct fb_sched_group *g,
 			env->refresh(env, i);
 		w = v->w[i];
 		nr = nr_of(v, i);
-		s->load += fb_pelt_load(&w->avg);
-		s->util += fb_pelt_util(&w->avg);
-		s->runnable += fb_pelt_runnable(&w->avg);
-		s->nr_running += nr;
+		fb_group_add(s, w, nr);
 		if (nr > 1)
 			env->overloaded = true;
-		if (nr == 0 && fb_worker_is_idle(w))
-			s->idle++;
 	}
-	s->capacity = g->capacity;
-	s->weight = g->weight;
-	s->nr_cores = g->nr_cores;
+	fb_group_close(s, g);
 	if (!local && env->idle != FB_LB_BUSY && s->nr_running) {
 		asym = group_asym(env, g, s);
 		smt = (g->flags & FB_SD_SHARE_CAPACITY) && s->nr_running > 1;

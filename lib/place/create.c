@@ -66,16 +66,9 @@ static void create_stats(const struct fb_place_view *v,
 			continue;
 		w = v->w[i];
 		nr = fb_load_relaxed(&w->nr_running);
-		s->load += fb_pelt_load(&w->avg);
-		s->util += fb_pelt_util(&w->avg);
-		s->runnable += fb_pelt_runnable(&w->avg);
-		s->nr_running += nr;
-		if (nr == 0 && fb_worker_is_idle(w))
-			s->idle++;
+		fb_group_add(s, w, nr);
 	}
-	s->capacity = g->capacity;
-	s->weight = g->weight;
-	s->nr_cores = g->nr_cores;
+	fb_group_close(s, g);
 	imb = g->state && fb_load_relaxed(&g->state->imbalanced);
 	s->type = fb_group_classify(s, d->imbalance_pct, imb, false, false);
 	if (s->type == FB_GROUP_FULLY_BUSY || s->type == FB_GROUP_OVERLOADED)

@@ -356,6 +356,31 @@ struct fb_group_stats {
 	enum fb_group_type type;
 };
 
+/*
+ * fb_group_add - add worker @w, with @nr fibers running, to the sums of
+ * @s (doc/scheduler.md 1.5); fb_group_close - the group's own figures
+ * once its workers are in.  The balancer and creation both sum groups,
+ * each choosing which workers count (group.c's callers).
+ */
+static inline void fb_group_add(struct fb_group_stats *s,
+				const struct fb_pworker *w, int nr)
+{
+	s->load += fb_pelt_load(&w->avg);
+	s->util += fb_pelt_util(&w->avg);
+	s->runnable += fb_pelt_runnable(&w->avg);
+	s->nr_running += nr;
+	if (nr == 0 && fb_worker_is_idle(w))
+		s->idle++;
+}
+
+static inline void fb_group_close(struct fb_group_stats *s,
+				  const struct fb_sched_group *g)
+{
+	s->capacity = g->capacity;
+	s->weight = g->weight;
+	s->nr_cores = g->nr_cores;
+}
+
 /* fb_group_has_capacity - has_capacity (doc/scheduler.md 1.5) with
  * imbalance_pct @pct. */
 bool fb_group_has_capacity(const struct fb_group_stats *s, int pct);

@@ -72,37 +72,6 @@ static void put_size(char *buf, size_t len, size_t *n, size_t size)
 	}
 }
 
-/*
- * Append the name @s (at most @max bytes) as C would quote it: a byte
- * outside printable ASCII as \xNN, the quote and the backslash as \" and
- * \\.  An escape that does not fit is left out whole.
- */
-static void put_escaped(char *buf, size_t len, size_t *n, const char *s,
-			size_t max)
-{
-	for (size_t i = 0; i < max && s[i]; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char e[4];
-		size_t k = 0;
-
-		if (c == '"' || c == '\\') {
-			e[k++] = '\\';
-			e[k++] = (char)c;
-		} else if (c < 0x20 || c > 0x7e) {
-			e[k++] = '\\';
-			e[k++] = 'x';
-			e[k++] = "0123456789abcdef"[c >> 4];
-			e[k++] = "0123456789abcdef"[c & 15];
-		} else {
-			e[k++] = (char)c;
-		}
-		if (*n + k > len)
-			return;
-		for (size_t j = 0; j < k; j++)
-			buf[(*n)++] = e[j];
-	}
-}
-
 /* The report line; at most 16 + 20 + 2 + 32 * 4 + 17 + 21 + 19 + 16 + 2 =
  * 241 bytes (prefix, id, quote, escaped name, "overflowed its", size,
  * "stack (fault at 0x", address, end), so @buf never truncates it. */
@@ -115,7 +84,8 @@ static void report(const struct fb_fiber *f, const void *addr)
 	put_str(buf, len, &n, "libfiber: fiber ");
 	put_num(buf, len, &n, f->id, 10);
 	put_str(buf, len, &n, " \"");
-	put_escaped(buf, len, &n, f->name, sizeof(f->name));
+	n += fb_escape(buf + n, len - n, f->name,
+		       strnlen(f->name, sizeof(f->name)));
 	put_str(buf, len, &n, "\" overflowed its ");
 	put_size(buf, len, &n, f->stack.size);
 	put_str(buf, len, &n, " stack (fault at 0x");
