@@ -16,11 +16,23 @@
  *
  *	ns_per_fiber   = elapsed_ns / fibers
  *	fibers_per_sec = fibers / elapsed_s
+ *
+ * --park: what a parked fiber costs.  The creator makes all N fibers (no
+ * warm-up, no batches), each of which parks on one semaphore; once all N
+ * have parked it reads its resident set (VmRSS), then lets them go and
+ * joins them:
+ *
+ *	ns_per_fiber        = time from the first create to the last park / N
+ *	rss_per_fiber_bytes = (VmRSS parked - VmRSS before the first create) / N
+ *
+ * With the default guarded stacks N is bounded by vm.max_map_count / 2;
+ * LIBFIBER_STACK_GUARD=0 lifts the bound (a million fibers fit).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* CPU_SET */
 #endif
 #include <errno.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,6 +53,7 @@ struct options {
 	unsigned long batch;
 	int from; /* index in from_names[] */
 	bool from_main;
+	bool park;
 	struct bench_common c;
 };
 
@@ -49,7 +62,12 @@ struct run {
 	const struct options *o;
 	fiber_t *handles; /* one batch */
 	uint64_t elapsed_ns;
+	unsigned long rss_before_kb, rss_parked_kb; /* --park */
 };
+
+/* --park: the fibers wait here; @parked counts those that got there. */
+static fiber_sem_t park_sem;
+static atomic_ulong parked;
 
 const char bench_name[] = PROG;
 
@@ -86,6 +104,63 @@ static void create_join(struct run *r, unsigned long nr)
 	}
 }
 
+/* VmRSS in kB, from /proc/self/status; exits when it cannot be read. */
+static unsigned long rss_kb(void)
+{
+	char line[256];
+	unsigned long kb = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		bench_die("/proc/self/status: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %lu kB", &kb) == 1)
+			break;
+	fclose(f);
+	if (!kb)
+		bench_die("no VmRSS in /proc/self/status");
+	return kb;
+}
+
+static void *park_child(void *arg)
+{
+	atomic_fetch_add_explicit(&parked, 1, memory_order_relaxed);
+	fiber_sem_wait(&park_sem);
+	return arg;
+}
+
+/* --park: create N parked fibers, measure, release and join them. */
+static void park_run(struct run *r)
+{
+	unsigned long n = r->o->fibers, i;
+	uint64_t start;
+	void *ret;
+	int err;
+
+	memset(r->handles, 0, n * sizeof(*r->handles)); /* resident now */
+	r->rss_before_kb = rss_kb();
+	start = bench_now_ns();
+	for (i = 0; i < n; i++) {
+		err = fiber_create(&r->handles[i], NULL, park_child,
+				   (void *)(uintptr_t)i);
+		if (err)
+			bench_die("fiber_create (fiber %lu of %lu): %s", i, n,
+				  strerror(err));
+	}
+	while (atomic_load_explicit(&parked, memory_order_relaxed) < n)
+		fiber_sleep(100 * 1000); /* a fiber or the main thread */
+	r->elapsed_ns = bench_now_ns() - start;
+	r->rss_parked_kb = rss_kb();
+	for (i = 0; i < n; i++)
+		fiber_sem_post(&park_sem);
+	for (i = 0; i < n; i++) {
+		err = fiber_join(r->handles[i], &ret);
+		if (err || ret != (void *)(uintptr_t)i)
+			bench_die("fiber_join (fiber %lu): %s", i,
+				  err ? strerror(err) : "wrong value");
+	}
+}
+
 /* The creator: warm-up, then the timed run. */
 static void *creator(void *arg)
 {
@@ -93,6 +168,10 @@ static void *creator(void *arg)
 	unsigned long warmup = r->o->fibers / 100;
 	uint64_t start;
 
+	if (r->o->park) {
+		park_run(r);
+		return NULL;
+	}
 	create_join(r, warmup ? warmup : 1);
 	start = bench_now_ns();
 	create_join(r, r->o->fibers);
@@ -127,8 +206,21 @@ static void print_result(const struct options *o, const struct run *r,
 	double rate = o->fibers * 1e9 / r->elapsed_ns;
 	const char *from = o->from_main ? "main" : "fiber";
 
+	double rss = ((double)r->rss_parked_kb - (double)r->rss_before_kb) *
+		     1024 / o->fibers;
+
 	bench_check_duration("fiber", r->elapsed_ns, "--fibers");
 	bench_context_finish();
+	if (o->park && o->c.format != BENCH_FORMAT_JSON) {
+		printf("create-join --park: from %s, features: %s\n", from,
+		       features);
+		printf("%7s %10s %12s %14s %12s\n", "workers", "fibers",
+		       "ns/fiber", "rss B/fiber", "rss MiB");
+		printf("%7u %10lu %12.1f %14.0f %12.1f\n", o->c.workers,
+		       o->fibers, ns, rss, r->rss_parked_kb / 1024.0);
+		bench_context_line();
+		return;
+	}
 	/* No tool to imitate: --format compat prints the table. */
 	if (o->c.format != BENCH_FORMAT_JSON) {
 		printf("create-join: from %s, batch %lu, features: %s\n", from,
@@ -148,6 +240,10 @@ static void print_result(const struct options *o, const struct run *r,
 	bench_json_metrics();
 	bench_json_double("ns_per_fiber", ns);
 	bench_json_double("fibers_per_sec", rate);
+	if (o->park) {
+		bench_json_double("rss_per_fiber_bytes", rss);
+		bench_json_uint("rss_parked_kb", r->rss_parked_kb);
+	}
 	bench_json_close();
 }
 
@@ -173,6 +269,10 @@ static void parse_args(int argc, char **argv, struct options *o)
 		BENCH_CHOICE(0, "from", "fiber|main", &o->from, from_names,
 			     "who creates: a fiber pinned to worker 0, or\n"
 			     "the main thread"),
+		BENCH_FLAG(0, "park", &o->park,
+			   "create all N, each parks on a semaphore;\n"
+			   "report creation time and RSS per parked\n"
+			   "fiber, then release and join them"),
 		BENCH_OPTS_RUNTIME(&o->c),
 	};
 
@@ -183,7 +283,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		    intro_text, outro_text);
 	bench_common_finish(&o->c, false);
 	o->from_main = o->from == 1;
-	if (o->batch > o->fibers)
+	if (o->batch > o->fibers || o->park)
 		o->batch = o->fibers;
 }
 
@@ -200,6 +300,8 @@ int main(int argc, char **argv)
 	if (!r.handles)
 		bench_die("out of memory for a batch of %lu", o.batch);
 	features = bench_start_runtime(o.c.workers, o.c.features);
+	if (o.park && fiber_sem_init(&park_sem, 0))
+		bench_die("fiber_sem_init failed");
 	if (o.from_main)
 		creator(&r);
 	else

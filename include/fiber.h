@@ -209,8 +209,11 @@ FIBER_API int fiber_attr_setaffinity(fiber_attr_t *attr, size_t setsize,
  * Return: 0; EINVAL for a NULL fn/out pointer, bad attributes, or a bad
  * environment for that implicit start; EAGAIN or ENOMEM when memory is
  * short (nothing is leaked); EAGAIN when 2^24 fibers (running, or exited
- * and not yet joined) exist; ESHUTDOWN once fiber_shutdown() has begun to
- * stop the runtime (the fiber is not created).
+ * and not yet joined) exist; EAGAIN when the kernel refuses the stack's
+ * mapping because the process is at vm.max_map_count (a guarded stack is
+ * two mappings; a message naming the limit and LIBFIBER_STACK_GUARD=0 is
+ * printed to stderr once per process); ESHUTDOWN once fiber_shutdown() has
+ * begun to stop the runtime (the fiber is not created).
  */
 FIBER_API int fiber_create(fiber_t *fiber, const fiber_attr_t *attr,
 			   void *(*fn)(void *), void *arg);

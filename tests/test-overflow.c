@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,11 +70,43 @@ static void *call_big_frame(void *arg)
 	return (void *)(long)big_frame((int)(long)arg);
 }
 
+/*
+ * Run a little past the bottom of a stack without a guard: each frame
+ * writes its whole buffer, down to @stop, below the stack's lowest byte;
+ * then return, and park, which switches the fiber out.  The bytes written
+ * below land in the slab's first page (the fiber is the first of its
+ * size in the child), so nothing but the canary is hit.
+ */
+__attribute__((noinline)) static int dive(uintptr_t stop)
+{
+	volatile char pad[256];
+
+	for (size_t i = 0; i < sizeof(pad); i++)
+		pad[i] = (char)0x5a;
+	if ((uintptr_t)pad > stop)
+		return dive(stop) + pad[0];
+	return pad[0];
+}
+
+static void *overflow_past_canary(void *arg)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+
+	/* 64 KiB stack: go 512 bytes below its bottom. */
+	(void)arg;
+	dive(here - 64 * 1024 - 512);
+	fiber_sleep(1000); /* a switch-out: the canary is checked */
+	return NULL;
+}
+
 static void *wild_write(void *arg)
 {
 	*(volatile int *)arg = 1;
 	return NULL;
 }
+
+/* LIBFIBER_STACK_GUARD for the child; NULL: not set. */
+static const char *child_guard;
 
 /* The child: one worker, one fiber named @name running @fn. */
 static void child(void *(*fn)(void *), void *arg, const char *name,
@@ -85,6 +118,8 @@ static void child(void *(*fn)(void *), void *arg, const char *name,
 
 	/* cmocka catches SIGSEGV in its tests; here it must reach us. */
 	signal(SIGSEGV, SIG_DFL);
+	if (child_guard)
+		setenv("LIBFIBER_STACK_GUARD", child_guard, 1);
 	c.workers = 1;
 	if (fiber_init(&c) || fiber_attr_init(&a) ||
 	    fiber_attr_setname(&a, name) ||
@@ -183,6 +218,53 @@ static void test_overflow_report_escapes_name(void **state)
 				    "its 64K stack"));
 }
 
+/* LIBFIBER_STACK_GUARD=0: no guard page; the canary below the stack,
+ * checked when the fiber switches out, names the fiber and aborts. */
+static void test_overflow_canary_names_fiber_and_aborts(void **state)
+{
+	char err[8192];
+	int st;
+
+	(void)state;
+	child_guard = "0";
+	st = run_child(overflow_past_canary, NULL, "slab", 64 * 1024, err,
+		       sizeof(err));
+	child_guard = NULL;
+	if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT))
+		fprintf(stderr, "# child status %#x, stderr:\n%s\n", st, err);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGABRT);
+	assert_non_null(strstr(err, "libfiber: fiber "));
+	assert_non_null(strstr(err, "\"slab\" overflowed its 64K stack "
+				    "(canary at 0x"));
+	assert_non_null(strstr(err, "give it a larger stack"));
+}
+
+/* The same fiber within its stack: the canary is intact, no report. */
+static void *within_stack(void *arg)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+
+	(void)arg;
+	dive(here - 32 * 1024);
+	fiber_sleep(1000);
+	return NULL;
+}
+
+static void test_overflow_canary_quiet_within_stack(void **state)
+{
+	char err[8192];
+	int st;
+
+	(void)state;
+	child_guard = "0";
+	st = run_child(within_stack, NULL, "fits", 64 * 1024, err, sizeof(err));
+	child_guard = NULL;
+	assert_null(strstr(err, "overflowed"));
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_overflow_other_segfault_passes_through(void **state)
 {
 	char err[8192];
@@ -209,6 +291,8 @@ int main(void)
 		cmocka_unit_test(test_overflow_large_frame_is_reported),
 		cmocka_unit_test(test_overflow_report_escapes_name),
 		cmocka_unit_test(test_overflow_other_segfault_passes_through),
+		cmocka_unit_test(test_overflow_canary_names_fiber_and_aborts),
+		cmocka_unit_test(test_overflow_canary_quiet_within_stack),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -75,6 +75,15 @@ FB_CONFIG(STACK_SIZE, SIZE, FIBER_STACK_MIN, FB_STACK_MAX, NULL, "256K",
 	  "default fiber stack, 16K to 1G: digits with an optional `K`, `M` or "
 	  "`G` suffix (no `B`)",
 	  "`256K` (address space; only touched pages cost memory)")
+/* Unset: -1, guarded.  0 carves stacks from slabs with a canary
+ * (sched/stack.c), for more fibers than vm.max_map_count / 2. */
+FB_CONFIG(STACK_GUARD, BOOL, 0, 0, NULL, NULL, stack_guard, FB_CFG_NONE,
+	  "`1` a PROT_NONE guard region below each fiber stack (two kernel "
+	  "mappings per stack, so at most about vm.max_map_count / 2 live "
+	  "fibers); `0` stacks carved many to a mapping, an overflow caught "
+	  "by a canary checked at every switch-out (it misses a frame that "
+	  "skips the canary word)",
+	  "`1`")
 /* 50 us.  Picked: a round trip through a polling worker costs < 1 us, a
  * futex wake of a sleeping one 30-100 us on this class of guest; 50 us
  * covers back-to-back request gaps of a busy server and costs at most

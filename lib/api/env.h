@@ -29,6 +29,7 @@ struct fb_env {
 				      "fiber_config.topology" */
 	int bind;		   /* -1: default (the runtime makes it 1) */
 	size_t stack_size;
+	int stack_guard; /* -1: default (guarded) */
 	uint64_t features;
 	long idle_poll_us;
 	enum fb_stats_mode stats;

@@ -84,6 +84,7 @@ static int start(const struct fiber_config *config)
 	p.nr_workers = env.workers ? (int)env.workers : fb_topo_nr_pus(topo);
 	p.poll_ns = (uint64_t)env.idle_poll_us * 1000;
 	p.stack_size = env.stack_size;
+	p.stack_guard = env.stack_guard != 0; /* -1, not set: guarded */
 	p.features = env.features;
 	p.blocked_min_ticks = (unsigned int)env.blocked_load_interval_ms;
 	rc = fb_runtime_create(&p, topo, &r);

@@ -654,6 +654,10 @@ picked:
 		fb_store_relaxed(&prev->state, FB_FIBER_RUNNING);
 		return;
 	}
+	/* An overflow of a stack without a guard (sched/stack.c): one load
+	 * and a compare; a guarded stack's canary never changes. */
+	if (fb_unlikely(!fb_stack_canary_ok(&prev->stack)))
+		fb_guard_canary_report(prev);
 	w->migrating = mode == SCHED_MIGRATE;
 	if (fb_unlikely(fb_test_switch_hook != NULL))
 		fb_test_switch_hook();

@@ -7,7 +7,9 @@
  * full.  So each worker thread gets an alternate signal stack, and one
  * process-wide SIGSEGV handler asks: is the faulting address inside the
  * guard region of the fiber this worker is running?  If so it names the
- * fiber and aborts; a fault anywhere else goes to the handler that was
+ * fiber and aborts (a stack without a guard, LIBFIBER_STACK_GUARD=0, is
+ * checked by its canary at switch-out and reported the same way); a
+ * fault anywhere else goes to the handler that was
  * installed before ours (or to the default action), untouched.
  *
  * The handler uses only async-signal-safe things: a TLS read
@@ -72,12 +74,13 @@ static void put_size(char *buf, size_t len, size_t *n, size_t size)
 	}
 }
 
-/* The report line; at most 16 + 20 + 2 + 32 * 4 + 17 + 21 + 19 + 16 + 2 =
- * 241 bytes (prefix, id, quote, escaped name, "overflowed its", size,
- * "stack (fault at 0x", address, end), so @buf never truncates it. */
-static void report(const struct fb_fiber *f, const void *addr)
+/* The report line; at most 16 + 20 + 2 + 32 * 4 + 17 + 21 + 20 + 16 + 74 =
+ * 314 bytes (prefix, id, quote, escaped name, "overflowed its", size,
+ * "stack (canary at 0x", address, what to do), so @buf never truncates it.
+ * @canary: found by the canary check, not the guard. */
+static void report(const struct fb_fiber *f, const void *addr, bool canary)
 {
-	char buf[256];
+	char buf[384];
 	size_t n = 0, len = sizeof(buf);
 	ssize_t rc;
 
@@ -87,10 +90,13 @@ static void report(const struct fb_fiber *f, const void *addr)
 	n += fb_escape(buf + n, len - n, f->name,
 		       strnlen(f->name, sizeof(f->name)));
 	put_str(buf, len, &n, "\" overflowed its ");
-	put_size(buf, len, &n, f->stack.size);
-	put_str(buf, len, &n, " stack (fault at 0x");
+	put_size(buf, len, &n, f->stack.slot);
+	put_str(buf, len, &n,
+		canary ? " stack (canary at 0x" : " stack (fault at 0x");
 	put_num(buf, len, &n, (uintptr_t)addr, 16);
-	put_str(buf, len, &n, ")\n");
+	put_str(buf, len, &n,
+		"); give it a larger stack "
+		"(fiber_attr_setstacksize, LIBFIBER_STACK_SIZE)\n");
 	rc = write(STDERR_FILENO, buf, n);
 	(void)rc;
 }
@@ -118,10 +124,16 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 
 	if (f && si->si_code > 0 &&
 	    fb_stack_guard_contains(&f->stack, si->si_addr)) {
-		report(f, si->si_addr);
+		report(f, si->si_addr, false);
 		abort();
 	}
 	pass_on(sig, si, uc);
+}
+
+void fb_guard_canary_report(const struct fb_fiber *f)
+{
+	report(f, f->stack.canary, true);
+	abort();
 }
 
 /*

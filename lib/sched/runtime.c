@@ -121,6 +121,7 @@ int fb_runtime_start(struct fb_runtime *r)
 	fb_add(&fb_rt_epoch, 1); /* before any fiber of this runtime exists */
 	fb_store_seqcst(&fb_features_mask, r->params.features);
 	fb_guard_install();
+	fb_stack_set_guarded(r->params.stack_guard);
 	for (i = 0; i < r->nr_workers; i++) {
 		rc = pthread_create(&r->workers[i]->thread, NULL,
 				    fb_worker_main, r->workers[i]);

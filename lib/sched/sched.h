@@ -587,6 +587,7 @@ struct fb_sched_params {
 	bool bind;			/* pin workers to PUs (topo/topo.c) */
 	uint64_t poll_ns;		/* idle poll window */
 	size_t stack_size;		/* the default fiber stack */
+	bool stack_guard;		/* guarded stacks, else slabs */
 	uint64_t features;		/* the initial feature mask */
 	unsigned int blocked_min_ticks; /* blocked-load refresh, in ticks */
 };
@@ -655,6 +656,11 @@ void *fb_worker_main(void *arg);
  * once from fiber_init, and each worker's alternate signal stack. */
 void fb_guard_install(void);
 void fb_guard_worker_start(struct fb_worker *w);
+/* fb_guard_canary_report - @f overwrote the canary below its stack (a slab
+ * stack, sched/stack.c): report it as a guard hit is reported and abort.
+ * Context: fiber @f, as it switches out. */
+void fb_guard_canary_report(const struct fb_fiber *f)
+	__attribute__((noreturn, cold));
 void fb_guard_worker_stop(struct fb_worker *w);
 
 /*

@@ -20,8 +20,28 @@
  * README.md asks the same of fiber code) probes every page of a large
  * frame in order, so any guard catches it; the size matters for code
  * built without it.
+ *
+ * Slabs (LIBFIBER_STACK_GUARD=0).  Without a guard, stacks of one size are
+ * carved many to a mapping: a slab is one page, which holds the canary of
+ * its first stack, then up to FB_SLAB_STACKS slots.  The top
+ * FB_STACK_GAP bytes of each slot are not part of its stack: they hold
+ * the canary of the slot above (the word just below that stack's lowest
+ * byte) and, while the slot is free, its free-list link.  A stack that
+ * runs off its end overwrites the canary first; the scheduler checks it
+ * at every switch-out (sched/core.c), the overflow is reported like a
+ * guard hit (sched/guard.c) and the process aborts.  The check misses an
+ * overflow that leaves the canary word itself alone (a frame that skips
+ * it) and one that has already corrupted another stack and crashed
+ * elsewhere before the switch; the guard catches both, which is why it
+ * stays the default.  A freed slab stack is never unmapped (that would
+ * split the mapping): its pages but the top one go back to the kernel
+ * (MADV_DONTNEED) and the slot waits on its class's free list.  Slab
+ * stacks get no NUMA advice either, since a policy on part of a mapping
+ * splits it: they are placed by first touch.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -50,22 +70,96 @@ static size_t guard_size(void)
 	return (FB_STACK_GUARD + ps - 1) & ~(ps - 1);
 }
 
-int fb_stack_map(struct fb_stack *s, size_t size, int node)
-{
-	size_t ps = page_size(), guard = guard_size(), len;
-	void *map;
+/* The word a guarded stack's canary points at: it never changes. */
+static const uint64_t guarded_canary = FB_STACK_CANARY;
+static atomic_bool stack_unguarded;
 
-	size = (size + ps - 1) & ~(ps - 1);
-	len = size + guard;
-	if (fb_fault_should_fail())
-		return EAGAIN;
+void fb_stack_set_guarded(bool guarded)
+{
+	fb_store_relaxed(&stack_unguarded, !guarded);
+}
+
+/* Count the lines of /proc/self/maps: the process's mappings; -1 when it
+ * cannot be read.  A small buffer: the caller may run on a small stack. */
+static long count_maps(void)
+{
+	char buf[512];
+	long n = 0;
+	ssize_t r;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	while ((r = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < r; i++)
+			n += buf[i] == '\n';
+	close(fd);
+	return r < 0 ? -1 : n;
+}
+
+/* Read vm.max_map_count; -1 when it cannot be read. */
+static long max_map_count(void)
+{
+	char buf[32];
+	ssize_t r;
+	int fd = open("/proc/sys/vm/max_map_count", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (r <= 0)
+		return -1;
+	buf[r] = '\0';
+	return strtol(buf, NULL, 10);
+}
+
+/*
+ * A mapping refused with ENOMEM: if the process is at vm.max_map_count
+ * (within a few mappings, since the count also moves in other threads),
+ * say so once per process, with the value and the ways out.  Address
+ * space or memory running out is not reported: the caller's EAGAIN says
+ * enough.
+ */
+static void map_count_warn(bool guarded)
+{
+	static atomic_bool warned;
+	long max = max_map_count(), n;
+
+	if (max < 0 || fb_load_relaxed(&warned))
+		return;
+	n = count_maps();
+	if (n < 0 || n + 8 < max || fb_xchg(&warned, true))
+		return;
+	fprintf(stderr,
+		"libfiber: cannot map a fiber stack: the process has %ld "
+		"mappings and vm.max_map_count is %ld%s; raise the limit "
+		"(sysctl -w vm.max_map_count=N, about 2 per fiber)%s\n",
+		n, max, guarded ? " (a guarded stack takes 2)" : "",
+		guarded ? " or set LIBFIBER_STACK_GUARD=0 (many stacks to a "
+			  "mapping, overflow caught by a canary)" :
+			  "");
+}
+
+static int map_guarded(struct fb_stack *s, size_t size, int node)
+{
+	size_t guard = guard_size(), len = size + guard;
+	void *map;
+	int err;
+
 	map = mmap(NULL, len, PROT_NONE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1,
 		   0);
-	if (map == MAP_FAILED)
+	if (map == MAP_FAILED) {
+		if (errno == ENOMEM)
+			map_count_warn(true);
 		return EAGAIN;
+	}
 	if (mprotect((char *)map + guard, size, PROT_READ | PROT_WRITE)) {
+		err = errno;
 		munmap(map, len);
+		if (err == ENOMEM)
+			map_count_warn(true);
 		return EAGAIN;
 	}
 #if FB_HAVE_NUMA
@@ -86,14 +180,136 @@ int fb_stack_map(struct fb_stack *s, size_t size, int node)
 	s->map = map;
 	s->map_len = len;
 	s->size = size;
+	s->slot = size;
+	s->canary = &guarded_canary;
+	s->cls = -1;
 	return 0;
+}
+
+/*
+ * Slab classes, one per stack size in use: the slab being carved and the
+ * free slots.  FB_SLAB_CLASSES sizes at most (picked: programs use one or
+ * a few stack sizes); a further size gets slabs of one slot, carved and
+ * freed like the others.  slab_lock guards all of it.
+ */
+#define FB_STACK_GAP 64
+#define FB_SLAB_STACKS 256
+#define FB_SLAB_BYTES (64UL * 1024 * 1024)
+#define FB_SLAB_CLASSES 16
+struct slab_class {
+	size_t slot;
+	char *cur;	   /* next slot of the slab being carved */
+	unsigned int left; /* slots left there */
+	char *free;	   /* free slots, linked through their gaps */
+};
+static struct fb_spinlock slab_lock;
+static struct slab_class classes[FB_SLAB_CLASSES];
+static unsigned int nr_classes;
+
+/* The free-list link of the free slot at @base. */
+static char **slot_link(char *base, size_t slot)
+{
+	return (char **)(base + slot - 2 * sizeof(uint64_t));
+}
+
+static struct slab_class *class_of(size_t slot)
+{
+	for (unsigned int i = 0; i < nr_classes; i++)
+		if (classes[i].slot == slot)
+			return &classes[i];
+	if (nr_classes == FB_SLAB_CLASSES)
+		return NULL;
+	classes[nr_classes].slot = slot;
+	return &classes[nr_classes++];
+}
+
+/* A new slab of @n slots of @slot bytes; its first slot's address. */
+static char *slab_new(size_t slot, unsigned int n)
+{
+	size_t ps = page_size();
+	char *map = mmap(
+		NULL, ps + slot * n, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+
+	if (map == MAP_FAILED) {
+		if (errno == ENOMEM)
+			map_count_warn(false);
+		return NULL;
+	}
+	return map + ps;
+}
+
+static int map_slab(struct fb_stack *s, size_t slot)
+{
+	struct slab_class *c;
+	unsigned int n;
+	char *base;
+
+	fb_spin_lock(&slab_lock);
+	c = class_of(slot);
+	if (c && c->free) {
+		base = c->free;
+		c->free = *slot_link(base, slot);
+	} else if (c && c->left) {
+		base = c->cur;
+		c->cur += slot;
+		c->left--;
+	} else {
+		n = (unsigned int)(FB_SLAB_BYTES / slot);
+		n = n < 1 ? 1 : n > FB_SLAB_STACKS ? FB_SLAB_STACKS : n;
+		base = slab_new(slot, c ? n : 1);
+		if (base && c) {
+			c->cur = base + slot;
+			c->left = n - 1;
+		}
+	}
+	fb_spin_unlock(&slab_lock);
+	if (!base)
+		return EAGAIN;
+	s->map = base;
+	s->map_len = slot - FB_STACK_GAP;
+	s->size = slot - FB_STACK_GAP;
+	s->slot = slot;
+	s->cls = c ? (int)(c - classes) : FB_SLAB_CLASSES;
+	s->canary = (uint64_t *)(void *)base - 1;
+	*(uint64_t *)(void *)s->canary = FB_STACK_CANARY;
+	return 0;
+}
+
+int fb_stack_map(struct fb_stack *s, size_t size, int node)
+{
+	size_t ps = page_size();
+
+	size = (size + ps - 1) & ~(ps - 1);
+	if (fb_fault_should_fail())
+		return EAGAIN;
+	if (fb_load_relaxed(&stack_unguarded))
+		return map_slab(s, size);
+	return map_guarded(s, size, node);
 }
 
 void fb_stack_unmap(struct fb_stack *s)
 {
-	if (s->map)
-		munmap(s->map, s->map_len);
+	char *base = s->map;
+	size_t ps = page_size();
+
+	if (!base)
+		return;
 	s->map = NULL;
+	if (s->cls < 0) {
+		munmap(base, s->map_len);
+		return;
+	}
+	if (s->cls == FB_SLAB_CLASSES) { /* a slab of its own */
+		munmap(base - ps, ps + s->slot);
+		return;
+	}
+	/* The top page stays: it holds the canary of the slot above. */
+	madvise(base, s->slot - ps, MADV_DONTNEED);
+	fb_spin_lock(&slab_lock);
+	*slot_link(base, s->slot) = classes[s->cls].free;
+	classes[s->cls].free = base;
+	fb_spin_unlock(&slab_lock);
 }
 
 void *fb_stack_top(const struct fb_stack *s)
@@ -105,7 +321,7 @@ bool fb_stack_guard_contains(const struct fb_stack *s, const void *addr)
 {
 	const char *a = addr, *g = s->map;
 
-	return s->map && a >= g && a < g + (s->map_len - s->size);
+	return s->map && s->cls < 0 && a >= g && a < g + (s->map_len - s->size);
 }
 
 /*
@@ -119,11 +335,11 @@ static struct fb_spinlock pool_lock;
 static struct fb_stack pool[FB_STACK_POOL];
 static _Atomic unsigned int pool_nr; /* pool_lock; read unlocked as a hint */
 
-static void pool_refill(struct fb_stack_cache *c, size_t size)
+static void pool_refill(struct fb_stack_cache *c, size_t slot)
 {
 	fb_spin_lock(&pool_lock);
 	for (unsigned int i = pool_nr; i-- > 0 && c->nr < FB_STACK_CACHE / 2;) {
-		if (pool[i].size != size)
+		if (pool[i].slot != slot)
 			continue;
 		c->s[c->nr++] = pool[i];
 		pool[i] = pool[--pool_nr];
@@ -149,11 +365,11 @@ void fb_stack_pool_drain(void)
 	fb_spin_unlock(&pool_lock);
 }
 
-static bool cache_take(struct fb_stack_cache *c, size_t size,
+static bool cache_take(struct fb_stack_cache *c, size_t slot,
 		       struct fb_stack *s)
 {
 	for (unsigned int i = c->nr; i-- > 0;) {
-		if (c->s[i].size == size) {
+		if (c->s[i].slot == slot) {
 			*s = c->s[i];
 			c->s[i] = c->s[--c->nr];
 			return true;
@@ -165,12 +381,15 @@ static bool cache_take(struct fb_stack_cache *c, size_t size,
 bool fb_stack_cache_get(struct fb_stack_cache *c, size_t size,
 			struct fb_stack *s)
 {
-	if (cache_take(c, size, s))
+	size_t ps = page_size(), slot = (size + ps - 1) & ~(ps - 1);
+
+	/* Compared rounded, as fb_stack_map() records it. */
+	if (cache_take(c, slot, s))
 		return true;
 	if (!fb_load_relaxed(&pool_nr))
 		return false;
-	pool_refill(c, size);
-	return cache_take(c, size, s);
+	pool_refill(c, slot);
+	return cache_take(c, slot, s);
 }
 
 void fb_stack_cache_put(struct fb_stack_cache *c, struct fb_stack *s)
@@ -214,12 +433,15 @@ void *fb_ctx_make(void *top)
 #endif
 }
 
-/* The pool across fork(): held over the fork so that the child's copy is
+/* The pool and the slabs across fork(): held over the fork so that the child's copy is
  * whole, released on both sides (sched/runtime.c's atfork handlers). */
 void fb_stack_atfork(int phase)
 {
-	if (phase == FB_ATFORK_PREPARE)
+	if (phase == FB_ATFORK_PREPARE) {
 		fb_spin_lock(&pool_lock);
-	else
+		fb_spin_lock(&slab_lock);
+	} else {
+		fb_spin_unlock(&slab_lock);
 		fb_spin_unlock(&pool_lock);
+	}
 }

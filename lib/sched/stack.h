@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The default fiber stack, 256 KiB: LIBFIBER_STACK_SIZE's default in
  * api/config.h, for the code that needs it before the runtime runs
@@ -27,11 +28,37 @@
  */
 #define FB_STACK_GUARD (256 * 1024)
 
+/*
+ * A stack is either guarded (its own mapping: the PROT_NONE guard region,
+ * then the stack; two kernel mappings) or, with LIBFIBER_STACK_GUARD=0,
+ * carved from a slab: one mapping holds many stacks (sched/stack.c) and an
+ * overflow is caught by the canary word just below the stack, checked at
+ * every switch-out (fb_stack_canary_ok).  A guarded stack's canary points
+ * at a constant word, so the check is the same load and compare for both.
+ */
 struct fb_stack {
-	void *map; /* guard region + stack */
+	void *map; /* guarded: guard region + stack; slab: the stack */
 	size_t map_len;
-	size_t size; /* usable bytes, at the top of the mapping */
+	size_t size;		/* usable bytes, at the top of the mapping */
+	size_t slot;		/* the size asked for, rounded up to pages */
+	const uint64_t *canary; /* FB_STACK_CANARY while the stack is whole */
+	int cls;		/* -1: guarded; else its slab class */
 };
+
+/* The canary's value (picked: no zero byte, not a plausible address). */
+#define FB_STACK_CANARY 0xa5c3f00dd15ea5e5ULL
+
+/* fb_stack_set_guarded - guarded stacks (true, the default) or slab stacks
+ * with a canary for the maps that follow.  Context: runtime creation,
+ * before any fiber; stacks already mapped keep their kind. */
+void fb_stack_set_guarded(bool guarded);
+
+/* fb_stack_canary_ok - the canary below @s is intact.  Context: any; a
+ * load and a compare. */
+static inline bool fb_stack_canary_ok(const struct fb_stack *s)
+{
+	return *s->canary == FB_STACK_CANARY;
+}
 
 /* Stacks kept per worker for reuse; owner worker only. */
 #define FB_STACK_CACHE 64
@@ -41,10 +68,17 @@ struct fb_stack_cache {
 };
 
 /* fb_stack_map - map a stack of @size bytes (rounded up to pages) with a
- * guard region of FB_STACK_GUARD below, preferring NUMA node @node (-1:
- * any).
+ * guard region of FB_STACK_GUARD below, or carve one from a slab (see
+ * fb_stack_set_guarded), preferring NUMA node @node (-1: any).  When the
+ * kernel refuses a guarded mapping because the process is at
+ * vm.max_map_count, prints once per process a message that names the
+ * limit, its value and the ways out.
+ * Context: any thread.
  * Return: 0; EAGAIN when the mapping fails (address space, map count). */
 int fb_stack_map(struct fb_stack *s, size_t size, int node);
+/* fb_stack_unmap - give @s back: a guarded stack is unmapped, a slab stack
+ * goes to its class's free list with its pages released (all but the top
+ * one, which holds the canary of the stack above).  Context: any thread. */
 void fb_stack_unmap(struct fb_stack *s);
 void *fb_stack_top(const struct fb_stack *s);
 /* fb_stack_guard_contains - @addr lies in the guard region of @s.
