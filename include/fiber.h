@@ -72,7 +72,8 @@ typedef struct fb_pipe fiber_pipe_t;
  */
 struct fiber_config {
 	/* Number of workers, 1 to 1024; 0: LIBFIBER_WORKERS (default: one
-	 * per PU, which must then be at most 1024). */
+	 * per PU the process may use, at most its cgroup's cpu.max limit,
+	 * and the PUs must then be at most 1024). */
 	unsigned int workers;
 	/* hwloc synthetic description or path of an hwloc XML file; NULL:
 	 * LIBFIBER_TOPOLOGY (default: the machine). */

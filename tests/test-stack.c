@@ -220,11 +220,14 @@ static void test_stack_map_count_limit_is_explained(void **state)
 	int st;
 
 	(void)state;
+	/* Not under a sanitizer, which maps memory as it goes and may fail
+	 * first; nor where the limit cannot be read.  (cmocka's skip()
+	 * reads as a failure to meson's TAP parser.) */
 	if (SANITIZED)
-		skip();
+		return;
 	f = fopen("/proc/sys/vm/max_map_count", "r");
 	if (!f)
-		skip();
+		return;
 	assert_non_null(fgets(buf, sizeof(buf), f));
 	fclose(f);
 	max = atol(buf);

@@ -49,8 +49,10 @@
  * than FB_MAX_WORKERS PUs then. */
 FB_CONFIG(WORKERS, INT, 1, FB_MAX_WORKERS, NULL, NULL, workers, FB_CFG(workers),
 	  "number of workers, 1 to 1024",
-	  "one per PU the process may use (a topology of more than 1024 PUs "
-	  "needs this variable or `fiber_config.workers`)")
+	  "one per PU the process may use (its affinity, which its cpuset "
+	  "narrows), at most the cgroup v2 `cpu.max` quota / period rounded "
+	  "up (at least 2); a topology of more than 1024 PUs needs this "
+	  "variable or `fiber_config.workers`")
 /* Unset or "": the machine.  api/env.c also records which name gave it
  * (fb_env.topology_name), for fb_topo_open_named()'s messages. */
 FB_CONFIG(TOPOLOGY, TEXT, 0, 0, NULL, NULL, topology, FB_CFG(topology),

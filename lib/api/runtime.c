@@ -12,6 +12,7 @@
 
 #include <fiber.h>
 
+#include "api/cgroup.h"
 #include "api/env.h"
 #include "sched/sched.h"
 #include "topo/topo.h"
@@ -57,6 +58,16 @@ static void atfork_register(void)
 }
 
 /* start - a runtime for @config.  Context: fb_runtime_lock held. */
+/* The default worker count: one per PU the process may use (its
+ * affinity, which the kernel narrows to the cpuset), but no more than the
+ * cgroup's CPU bandwidth limit allows (api/cgroup.c). */
+static int default_workers(const struct fb_topo *topo)
+{
+	int n = fb_topo_nr_pus(topo), limit = fb_cgroup_cpu_limit();
+
+	return limit && limit < n ? limit : n;
+}
+
 static int start(const struct fiber_config *config)
 {
 	struct fb_sched_params p = { 0 };
@@ -81,7 +92,7 @@ static int start(const struct fiber_config *config)
 	/* bind -1 (not set): pin, round-robin on the real PUs for a
 	 * synthetic topology. */
 	p.bind = env.bind != 0;
-	p.nr_workers = env.workers ? (int)env.workers : fb_topo_nr_pus(topo);
+	p.nr_workers = env.workers ? (int)env.workers : default_workers(topo);
 	p.poll_ns = (uint64_t)env.idle_poll_us * 1000;
 	p.stack_size = env.stack_size;
 	p.stack_guard = env.stack_guard != 0; /* -1, not set: guarded */
