@@ -36,6 +36,13 @@
  * ping on worker i % N and pong on worker (i + 1) % N.  The threads baseline
  * pins its threads the same way onto the first N CPUs the process may use,
  * so each row compares like with like.
+ *
+ * --spin adds the floor of a cross-core wakeup: two kernel threads pinned
+ * to the first two CPUs the process may use, each pair's token passed
+ * through one word per direction that the receiver spins on (no system
+ * call, no sleep).  It runs --loops round trips after the runtime has
+ * stopped, and a last line gives fiber / spin, so the ratio of a split
+ * fiber ping-pong to the hardware's round trip comes from one run.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* CPU_SET, pthread_attr_setaffinity_np */
@@ -45,6 +52,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -84,6 +92,7 @@ struct options {
 	unsigned long duration_s;
 	int placement; /* enum placement */
 	bool os_pipes; /* fibers over OS pipes through the poller */
+	bool spin;     /* the spinning two-thread floor */
 	bool latency;
 	bool loops_set; /* --loops given */
 	struct bench_common c;
@@ -108,6 +117,8 @@ struct transport {
 struct pair {
 	fiber_pipe_t *pipe[NR_DIRS];
 	int fd[NR_DIRS][2]; /* [dir][0] read end, [dir][1] write end */
+	/* --spin: 0 empty, SPIN_CLOSED, else the token + 1; own lines. */
+	_Alignas(64) _Atomic uint64_t box[NR_DIRS][8];
 	unsigned long warmup;
 	unsigned long loops;	 /* ULONG_MAX with a duration */
 	uint64_t duration_ns;	 /* 0: run @loops round trips */
@@ -231,6 +242,60 @@ static const struct transport thread_transport = {
 	.send = os_send,
 	.recv = os_recv,
 	.close_send = os_close_send,
+	.gate = os_wait_gate,
+};
+
+/* Spin transport: one word per direction, busy-waited on. */
+
+#define SPIN_CLOSED UINT64_MAX
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ volatile("pause");
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
+static int spin_send(struct pair *p, enum dir d, uint32_t token)
+{
+	_Atomic uint64_t *b = &p->box[d][0];
+
+	while (atomic_load_explicit(b, memory_order_acquire))
+		cpu_relax(); /* never in a ping-pong: the reply emptied it */
+	atomic_store_explicit(b, (uint64_t)token + 1, memory_order_release);
+	return 0;
+}
+
+static int spin_recv(struct pair *p, enum dir d, uint32_t *token)
+{
+	_Atomic uint64_t *b = &p->box[d][0];
+	uint64_t v;
+
+	while (!(v = atomic_load_explicit(b, memory_order_acquire)))
+		cpu_relax();
+	if (v == SPIN_CLOSED)
+		return END_OF_STREAM;
+	atomic_store_explicit(b, 0, memory_order_relaxed);
+	*token = (uint32_t)(v - 1);
+	return 0;
+}
+
+static void spin_close_send(struct pair *p, enum dir d)
+{
+	_Atomic uint64_t *b = &p->box[d][0];
+
+	while (atomic_load_explicit(b, memory_order_acquire))
+		cpu_relax(); /* the last token is taken first */
+	atomic_store_explicit(b, SPIN_CLOSED, memory_order_release);
+}
+
+static const struct transport spin_transport = {
+	.mode = "spin",
+	.send = spin_send,
+	.recv = spin_recv,
+	.close_send = spin_close_send,
 	.gate = os_wait_gate,
 };
 
@@ -398,6 +463,18 @@ static void *thread_ping(void *arg)
 static void *thread_pong(void *arg)
 {
 	pong_side(&thread_transport, arg);
+	return NULL;
+}
+
+static void *spin_ping(void *arg)
+{
+	ping_side(&spin_transport, arg);
+	return NULL;
+}
+
+static void *spin_pong(void *arg)
+{
+	pong_side(&spin_transport, arg);
 	return NULL;
 }
 
@@ -652,6 +729,29 @@ static void run_threads(const struct options *o, struct result *r)
 	free(pairs);
 }
 
+/* Spin mode: ping on the first CPU, pong on the second, --loops round
+ * trips per pair (pairs share the two CPUs). */
+static void run_spin(const struct options *o, struct result *r)
+{
+	struct pair *pairs = pairs_alloc(o, o->loops);
+	pthread_t *t = calloc(2 * o->pairs, sizeof(*t));
+	unsigned long i;
+
+	if (!t)
+		bench_die("out of memory for %lu threads", 2 * o->pairs);
+	pthread_barrier_init(&thread_gate, NULL, o->pairs);
+	for (i = 0; i < o->pairs; i++)
+		t[o->pairs + i] = thread_start(1, spin_pong, &pairs[i]);
+	for (i = 0; i < o->pairs; i++)
+		t[i] = thread_start(0, spin_ping, &pairs[i]);
+	for (i = 0; i < 2 * o->pairs; i++)
+		pthread_join(t[i], NULL);
+	pairs_check(pairs, o->pairs, "spin", r);
+	pthread_barrier_destroy(&thread_gate);
+	free(t);
+	free(pairs);
+}
+
 /* Output. */
 
 /* The mean round trips per pair (exactly --loops without --duration). */
@@ -761,6 +861,7 @@ static void print_table(const struct options *o, const struct result *res,
 			int nr, const char *features)
 {
 	bool capped = false;
+	int spin;
 	int i;
 
 	printf("pipe-pingpong: 4-byte token, placement %s, features: %s\n",
@@ -783,10 +884,16 @@ static void print_table(const struct options *o, const struct result *res,
 		printf("* without -l/--loops, threads run %lu round trips (a "
 		       "kernel round trip costs ~6-100 us); see --thread-loops\n",
 		       THREAD_LOOPS_CAP);
-	if (nr == 2)
+	spin = nr >= 2 && !strcmp(res[nr - 1].mode, "spin");
+	if (nr - spin == 2)
 		printf("ratio %s/%s: %.2f\n", res[1].mode, res[0].mode,
 		       ns_per_roundtrip(o, &res[1]) /
 			       ns_per_roundtrip(o, &res[0]));
+	if (spin)
+		for (i = 0; i < nr - 1; i++)
+			printf("ratio %s/spin: %.2f\n", res[i].mode,
+			       ns_per_roundtrip(o, &res[i]) /
+				       ns_per_roundtrip(o, &res[nr - 1]));
 	if (o->latency)
 		print_latency(res, nr);
 }
@@ -836,6 +943,10 @@ static void parse_args(int argc, char **argv, struct options *o)
 			   "run fibers over OS pipes (fiber_read and\n"
 			   "fiber_write through the epoll poller);\n"
 			   "combine with the others"),
+		BENCH_FLAG(0, "spin", &o->spin,
+			   "also run the floor: two threads on two CPUs\n"
+			   "spinning on one word per direction; a last\n"
+			   "line gives each mode / spin"),
 		BENCH_FLAG(0, "latency", &o->latency,
 			   "time every round trip; print percentiles in\n"
 			   "ns (adds two clock reads to each)"),
@@ -858,6 +969,10 @@ static void parse_args(int argc, char **argv, struct options *o)
 	}
 	if (o->placement == PLACE_AUTO)
 		o->placement = o->c.workers > 1 ? PLACE_SPLIT : PLACE_SAME;
+	if (o->spin && bench_nr_cpus() < 2) {
+		fprintf(stderr, PROG ": --spin needs two CPUs\n");
+		exit(2);
+	}
 	if (o->placement == PLACE_SPLIT && o->c.workers < 2)
 		bench_bad_arg("--placement", "split",
 			      "'same' with --workers 1");
@@ -865,7 +980,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 
 int main(int argc, char **argv)
 {
-	struct result res[3] = { { 0 } };
+	struct result res[4] = { { 0 } };
 	struct options o;
 	char *features;
 	int i, nr = 0, err;
@@ -883,6 +998,8 @@ int main(int argc, char **argv)
 		bench_die("fiber_shutdown: %s", strerror(err));
 	if (o.c.threads)
 		run_threads(&o, &res[nr++]);
+	if (o.spin)
+		run_spin(&o, &res[nr++]);
 
 	for (i = 0; i < nr; i++) {
 		bench_check_duration(res[i].mode, res[i].elapsed_ns,

@@ -101,6 +101,38 @@ def pipe_pingpong_duration():
 
 
 @test
+def pipe_pingpong_spin_floor():
+    """--spin adds the two-thread spinning floor as its own record, and
+    the table gives fiber / spin."""
+    if os.cpu_count() < 2:
+        return
+    recs = records(bench("pipe-pingpong", "--workers", "2", "--loops",
+                         "2000", "--fibers", "--spin", "--json"))
+    assert [r["mode"] for r in recs] == ["fiber", "spin"], recs
+    for r in recs:
+        assert r["metrics"]["roundtrips"] == 2000, r
+        assert r["metrics"]["ns_per_roundtrip"] > 0, r
+    out = bench("pipe-pingpong", "--workers", "2", "--loops", "2000",
+                "--fibers", "--spin")
+    assert "ratio fiber/spin: " in out, out
+
+
+@test
+def create_join_park_reports_rss():
+    recs = records(bench("create-join", "--park", "--fibers", "2000",
+                         "--json"))
+    m = recs[0]["metrics"]
+    assert m["rss_per_fiber_bytes"] > 0 and m["rss_parked_kb"] > 0, recs
+    env = dict(os.environ, LIBFIBER_STACK_GUARD="0")
+    proc = subprocess.run([os.path.join(BUILD, "bench", "create-join"),
+                           "--park", "--fibers", "2000", "--json"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert records(proc.stdout)[0]["metrics"]["rss_per_fiber_bytes"] > 0
+
+
+@test
 def pipe_pingpong_features():
     recs = records(bench("pipe-pingpong", "--loops", "1000", "--fibers",
                          "--features", "NO_TTWU_QUEUE", "--json"))
