@@ -543,8 +543,13 @@ FIBER_API int fiber_sleep_until(uint64_t deadline);
  * writes and sends return once every byte is written, or with the count
  * written before an error (ECONNRESET, EPIPE...), which the next call
  * reports.  Transfers honour SO_RCVTIMEO / SO_SNDTIMEO and then fail with
- * ETIMEDOUT.  Every call but fiber_close and fiber_errno is a
- * cancellation point (ECANCELED, see fiber_cancel).  Any errno of the underlying call can come back, plus
+ * ETIMEDOUT; the option is read once per fd, at the first call on it that
+ * has to wait, and kept until fiber_close(): set it before.  The read and
+ * write deadlines of fiber_fd_set_deadline() bound the waits of every
+ * transfer, fiber_accept (read) and fiber_connect (write).  Every call but
+ * fiber_close, fiber_fd_set_deadline and fiber_errno is a cancellation
+ * point (ECANCELED, see fiber_cancel).  Any errno of the underlying call
+ * can come back, plus
  * ETIMEDOUT, EBADF (the fd was closed, see below), and ENOMEM or EPERM (an
  * fd epoll cannot watch) from the poller.
  *
@@ -566,12 +571,21 @@ FIBER_API int fiber_sleep_until(uint64_t deadline);
  * a thread that is not a worker, fiber_write/fiber_writev to such a pipe
  * raise SIGPIPE as write(2) does.
  *
+ * Waiting: the poller registers an fd once (edge-triggered), at the first
+ * call that has to wait on it; a call that finds readiness the poller saw
+ * since costs no system call but its own.  Fibers waiting on one fd in
+ * the same direction all wake at its next event; those that then find
+ * nothing wait again.
+ *
  * Closing: close an fd that other fibers may be waiting on or using with
- * fiber_close(), which wakes them with EBADF and waits for the calls in
+ * fiber_close(), which wakes them with EBADF, forgets the fd's poller state
+ * (registration, deadlines, cached timeouts) and waits for the calls in
  * progress before it closes.  A plain close(2) under a parked fiber is a
  * misuse, but it never gets another file's data: epoll forgets the fd, so
- * the fiber stays parked until a fiber call waits on the file that reuses
- * the number, and then it fails with EBADF.  fiber_close() does not
+ * the fiber stays parked until another fiber's call waits on the file that
+ * reuses the number, and then it fails with EBADF (if the fiber that waited
+ * on the old file is the one that waits on the new file, that wait may
+ * last until its deadline: use fiber_close()).  fiber_close() does not
  * interrupt a thread that is not a worker and blocks in poll(2) on the fd:
  * it gets EBADF when it wakes (at its timeout or the old file's next
  * event), and the close does not wait for it.  A fiber that fiber_shutdown()
@@ -585,6 +599,16 @@ FIBER_API ssize_t fiber_writev(int fd, const struct iovec *iov, int iovcnt);
 /* MSG_DONTWAIT in @flags: one try, no waiting. */
 FIBER_API ssize_t fiber_recv(int fd, void *buf, size_t len, int flags);
 FIBER_API ssize_t fiber_send(int fd, const void *buf, size_t len, int flags);
+/* recvfrom(2), recvmsg(2): as fiber_recv (MSG_DONTWAIT: one try). */
+FIBER_API ssize_t fiber_recvfrom(int fd, void *buf, size_t len, int flags,
+				 struct sockaddr *addr, socklen_t *addrlen);
+FIBER_API ssize_t fiber_recvmsg(int fd, struct msghdr *msg, int flags);
+/* sendto(2) of every byte, as fiber_send; sendmsg(2) returns the count of
+ * the first sendmsg that sends anything (short on a stream socket: the
+ * ancillary data must not go twice).  Both pass MSG_NOSIGNAL. */
+FIBER_API ssize_t fiber_sendto(int fd, const void *buf, size_t len, int flags,
+			       const struct sockaddr *addr, socklen_t addrlen);
+FIBER_API ssize_t fiber_sendmsg(int fd, const struct msghdr *msg, int flags);
 /* accept4(2); SOCK_NONBLOCK is always added.  EMFILE/ENFILE are returned at
  * once (the listening socket stays readable): back off before retrying. */
 FIBER_API int fiber_accept(int fd, struct sockaddr *addr, socklen_t *addrlen,
@@ -605,6 +629,20 @@ FIBER_API int fiber_poll(int fd, short events, int timeout_ms);
  * Return: 0; -1 with close(2)'s errno, or EBADF when another fiber_close
  * of @fd is running. */
 FIBER_API int fiber_close(int fd);
+/* Deadlines of @fd, as Go's SetDeadline: absolute fiber_now() nanoseconds
+ * (FIBER_NO_DEADLINE: none) that bound every later wait of a read call
+ * (read, readv, recv, recvfrom, recvmsg, accept) and of a write call
+ * (write, writev, send, sendto, sendmsg, connect) on @fd, until changed or
+ * fiber_close(); the earlier of it and SO_RCVTIMEO/SO_SNDTIMEO wins.  A
+ * call that can complete at once does; one that would wait past a deadline
+ * already gone fails with ETIMEDOUT at once.  Fibers waiting on @fd now
+ * wake and wait again under the new deadlines (a thread blocked in poll(2)
+ * keeps its old one).  Not a cancellation point; never waits.
+ * Return: 0, or -1 with errno EBADF (@fd not open, negative, or in a
+ * fiber_close()) or ENOMEM (no memory for the poller's fd table, or @fd
+ * beyond it). */
+FIBER_API int fiber_fd_set_deadline(int fd, uint64_t read_deadline,
+				    uint64_t write_deadline);
 /* The errno of the calling fiber's last failed fd call (above), whichever
  * worker it ran on; on a thread that is not a worker, errno.  0 if none
  * failed yet.  Cannot fail. */

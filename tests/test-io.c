@@ -788,6 +788,14 @@ static int gone_peer_writes(void)
 	rc = rc ? rc : expect_epipe(fiber_write(sp[0], "x", 1), 1);
 	rc = rc ? rc : expect_epipe(fiber_writev(sp[0], &iov, 1), 2);
 	rc = rc ? rc : expect_epipe(fiber_send(sp[0], "x", 1, 0), 3);
+	rc = rc ? rc : expect_epipe(fiber_sendto(sp[0], "x", 1, 0, NULL, 0), 5);
+	rc = rc ? rc :
+		  expect_epipe(
+			  fiber_sendmsg(sp[0],
+					&(struct msghdr){ .msg_iov = &iov,
+							  .msg_iovlen = 1 },
+					0),
+			  6);
 	/* A pipe: EPIPE too from a fiber; from a thread see "pipe" below. */
 	if (fiber_self())
 		rc = rc ? rc : expect_epipe(fiber_write(p[1], "x", 1), 4);
@@ -979,6 +987,449 @@ static void test_io_writev_finishes_partial_writes(void **state)
 	close(pair[1]);
 }
 
+/* ---- register once, edge-triggered -------------------------------------- */
+
+#define ONCE_READS 50
+
+static long long counter(const char *name)
+{
+	return fiber_stats_counter(name);
+}
+
+/* ONCE_READS one-byte reads of @arg: the bytes read, or -fiber_errno(). */
+static void *read_bytes(void *arg)
+{
+	long got = 0;
+	char c;
+
+	for (int i = 0; i < ONCE_READS; i++) {
+		if (fiber_read((int)(long)arg, &c, 1) != 1)
+			return (void *)(long)-fiber_errno();
+		got++;
+	}
+	return (void *)got;
+}
+
+/*
+ * ONCE_READS reads that each park (the byte comes only once the reader is
+ * queued) register the fd once: one epoll_ctl, and one more for the
+ * fiber_close() that forgets it.  With a re-armed one-shot registration
+ * it was one per wait.
+ */
+static void test_io_read_waits_register_the_fd_once(void **state)
+{
+	long long ctls, waits = io_waits();
+	int sp[2], fd;
+	fiber_t r;
+
+	(void)state;
+	assert_true(counter("epoll_ctls") >= 0);
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	/* A number whose entry knows no file: fiber_close() forgets it. */
+	fd = dup(sp[0]);
+	assert_int_equal(fiber_close(fd), 0);
+	assert_int_equal(fcntl(sp[0], F_DUPFD_CLOEXEC, fd), fd);
+	close(sp[0]);
+	sp[0] = fd;
+	ctls = counter("epoll_ctls");
+	r = spawn(read_bytes, (void *)(long)sp[0]);
+	for (int i = 0; i < ONCE_READS; i++) {
+		wait_parked(waits, i + 1);
+		assert_int_equal(write(sp[1], "x", 1), 1);
+	}
+	assert_int_equal(join(r), ONCE_READS);
+	assert_int_equal(io_waits() - waits, ONCE_READS);
+	assert_int_equal(counter("epoll_ctls") - ctls, 1);
+	assert_int_equal(fiber_close(sp[0]), 0);
+	assert_int_equal(counter("epoll_ctls") - ctls, 2);
+	close(sp[1]);
+}
+
+/*
+ * Two fibers parked on one fd for reading both wake at its next edge: the
+ * one that finds the byte returns it, the other parks again, and the next
+ * byte is its.  With one edge per arrival, waking one alone could leave
+ * the other parked on a readable fd.
+ */
+static void test_io_two_readers_of_one_fd_both_wake(void **state)
+{
+	long long waits = io_waits(), events;
+	int sp[2];
+	fiber_t a, b;
+
+	(void)state;
+	atomic_store(&nr_returned, 0);
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	a = spawn(read_once, (void *)(long)sp[0]);
+	b = spawn(read_once, (void *)(long)sp[0]);
+	wait_parked(waits, 2);
+	events = counter("io_events");
+	assert_int_equal(write(sp[1], "x", 1), 1);
+	while (atomic_load(&nr_returned) < 1)
+		fiber_usleep(200);
+	wait_parked(waits, 3); /* the loser parked again */
+	assert_true(counter("io_events") - events >= 2);
+	assert_int_equal(write(sp[1], "y", 1), 1);
+	assert_int_equal(join(a), 1);
+	assert_int_equal(join(b), 1);
+	assert_int_equal(fiber_close(sp[0]), 0);
+	close(sp[1]);
+}
+
+/* ThreadSanitizer cannot start threads in the child of a multi-threaded
+ * fork(). */
+#if defined(__SANITIZE_THREAD__)
+#define CHILD_MAY_START_THREADS 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CHILD_MAY_START_THREADS 0
+#endif
+#endif
+#ifndef CHILD_MAY_START_THREADS
+#define CHILD_MAY_START_THREADS 1
+#endif
+
+/*
+ * A registered fd in a fork child: the child's runtime has its own epoll
+ * set, where the fd registers again at its first wait.  The child reads
+ * what the parent writes once it is parked.  Exit status 0: it read it.
+ */
+static void test_io_fd_registered_before_fork_works_in_child(void **state)
+{
+	long long waits = io_waits();
+	int sp[2], go[2], status;
+	char c = 0;
+	pid_t pid;
+	fiber_t r;
+
+	(void)state;
+	if (!CHILD_MAY_START_THREADS)
+		return; /* the child's runtime needs threads */
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	assert_int_equal(pipe(go), 0);
+	r = spawn(read_once, (void *)(long)sp[0]);
+	wait_parked(waits, 1); /* registered in the parent's set */
+	assert_int_equal(write(sp[1], "p", 1), 1);
+	assert_int_equal(join(r), 1);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct fiber_config cfg = { 0 };
+		void *res = NULL;
+		fiber_t f;
+
+		fiber_shutdown();
+		cfg.workers = 1;
+		if (fiber_init(&cfg) ||
+		    fiber_create(&f, NULL, read_once, (void *)(long)sp[0]))
+			_exit(2);
+		while (fiber_stats_counter("io_waits") < 1)
+			usleep(500);
+		if (write(go[1], "g", 1) != 1 || fiber_join(f, &res))
+			_exit(3);
+		_exit((long)res == 1 ? 0 : 4);
+	}
+	close(go[1]); /* a child that dies says so: end of file */
+	if (read(go[0], &c, 1) == 1)
+		assert_int_equal(write(sp[1], "c", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(go[0]);
+	assert_int_equal(fiber_close(sp[0]), 0);
+	close(sp[1]);
+}
+
+/* ---- per-fd deadlines ---------------------------------------------------- */
+
+/* One fiber_write of 64 KiB to a full @arg: the count or -fiber_errno(). */
+static void *write_big_once(void *arg)
+{
+	return write_once(arg);
+}
+
+static void *accept_once(void *arg)
+{
+	int fd = fiber_accept((int)(long)arg, NULL, NULL, 0);
+
+	if (fd >= 0)
+		close(fd);
+	return (void *)(long)(fd < 0 ? -fiber_errno() : fd);
+}
+
+/* A deadline already past: a call that would wait fails at once, from a
+ * fiber and from a thread; one that can complete does. */
+static void test_io_deadline_in_the_past_fails_at_once(void **state)
+{
+	long long waits = io_waits();
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	int sp[2], l;
+	char c;
+
+	(void)state;
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	assert_int_equal(fiber_fd_set_deadline(sp[0], 0, FIBER_NO_DEADLINE), 0);
+	assert_int_equal(join(spawn(read_once, (void *)(long)sp[0])),
+			 -ETIMEDOUT);
+	assert_int_equal(fiber_read(sp[0], &c, 1), -1);
+	assert_int_equal(errno, ETIMEDOUT);
+	assert_int_equal(io_waits(), waits); /* nobody parked */
+	/* What is there is read in spite of the deadline. */
+	assert_int_equal(write(sp[1], "x", 1), 1);
+	assert_int_equal(join(spawn(read_once, (void *)(long)sp[0])), 1);
+	/* The write deadline: the read one does not bound writes. */
+	assert_int_equal(fiber_write(sp[0], "y", 1), 1);
+	assert_int_equal(fiber_fd_set_deadline(sp[0], FIBER_NO_DEADLINE, 0), 0);
+	fill(sp[0]);
+	assert_int_equal(join(spawn(write_big_once, (void *)(long)sp[0])),
+			 -ETIMEDOUT);
+	/* fiber_close() forgets the deadlines of the number. */
+	assert_int_equal(fiber_close(sp[0]), 0);
+	assert_int_equal(fiber_fd_set_deadline(sp[0], 0, 0), -1);
+	assert_int_equal(errno, EBADF);
+	close(sp[1]);
+	/* accept is a read. */
+	l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 4), 0);
+	assert_int_equal(fiber_fd_set_deadline(l, fiber_now(), 0), 0);
+	assert_int_equal(join(spawn(accept_once, (void *)(long)l)), -ETIMEDOUT);
+	assert_int_equal(fiber_close(l), 0);
+	/* Misuse. */
+	assert_int_equal(fiber_fd_set_deadline(-1, 0, 0), -1);
+	assert_int_equal(errno, EBADF);
+	assert_int_equal(fiber_fd_set_deadline(1 << 30, 0, 0), -1);
+	assert_true(errno == ENOMEM || errno == EBADF);
+}
+
+/* A deadline moved while fibers wait wakes them: into the past, they fail
+ * with ETIMEDOUT; later, they wait on and get the data; cleared, too. */
+static void test_io_deadline_moved_while_waiting(void **state)
+{
+	long long waits = io_waits();
+	int sp[2];
+	fiber_t r, w;
+
+	(void)state;
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	/* Into the past: the parked reader and writer time out. */
+	fill(sp[0]);
+	r = spawn(read_once, (void *)(long)sp[0]);
+	w = spawn(write_big_once, (void *)(long)sp[0]);
+	wait_parked(waits, 2);
+	assert_int_equal(fiber_fd_set_deadline(sp[0], 0, 0), 0);
+	assert_int_equal(join(r), -ETIMEDOUT);
+	assert_int_equal(join(w), -ETIMEDOUT);
+	/* Later: the reader wakes, parks again, and gets the byte. */
+	assert_int_equal(fiber_fd_set_deadline(sp[0], FIBER_NO_DEADLINE,
+					       FIBER_NO_DEADLINE),
+			 0); /* cleared first, or it would fail at once */
+	waits = io_waits();
+	r = spawn(read_once, (void *)(long)sp[0]);
+	wait_parked(waits, 1);
+	assert_int_equal(fiber_fd_set_deadline(sp[0],
+					       fiber_now() + 3600 * 1000 * MS,
+					       FIBER_NO_DEADLINE),
+			 0);
+	wait_parked(waits, 2); /* it woke and waits again */
+	assert_int_equal(write(sp[1], "x", 1), 1);
+	assert_int_equal(join(r), 1);
+	/* Cleared after a past one: waits without limit again. */
+	assert_int_equal(fiber_fd_set_deadline(sp[0], 0, FIBER_NO_DEADLINE), 0);
+	waits = io_waits();
+	assert_int_equal(fiber_fd_set_deadline(sp[0], FIBER_NO_DEADLINE,
+					       FIBER_NO_DEADLINE),
+			 0);
+	r = spawn(read_once, (void *)(long)sp[0]);
+	wait_parked(waits, 1);
+	assert_int_equal(write(sp[1], "z", 1), 1);
+	assert_int_equal(join(r), 1);
+	assert_int_equal(fiber_close(sp[0]), 0);
+	close(sp[1]);
+}
+
+/* ---- datagrams and messages ---------------------------------------------- */
+
+struct dgram {
+	int fd;
+	char buf[64];
+	struct sockaddr_in from;
+	socklen_t fromlen;
+	ssize_t n;
+	int err;
+};
+
+static void *recvfrom_once(void *arg)
+{
+	struct dgram *d = arg;
+
+	d->fromlen = sizeof(d->from);
+	d->n = fiber_recvfrom(d->fd, d->buf, sizeof(d->buf), 0,
+			      (struct sockaddr *)&d->from, &d->fromlen);
+	d->err = d->n < 0 ? fiber_errno() : 0;
+	return NULL;
+}
+
+static int udp_socket(struct sockaddr_in *a)
+{
+	socklen_t len = sizeof(*a);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)a, sizeof(*a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)a, &len), 0);
+	return fd;
+}
+
+/* UDP: a fiber parked in fiber_recvfrom gets the datagram fiber_sendto
+ * sent, with the sender's address; MSG_DONTWAIT says EAGAIN; a
+ * cancellation ends the wait with ECANCELED. */
+static void test_io_udp_recvfrom_sendto(void **state)
+{
+	struct sockaddr_in ra, sa;
+	struct dgram d = { 0 };
+	long long waits = io_waits();
+	int r = udp_socket(&ra), s = udp_socket(&sa);
+	char c;
+	fiber_t f;
+
+	(void)state;
+	d.fd = r;
+	f = spawn(recvfrom_once, &d);
+	wait_parked(waits, 1);
+	assert_int_equal(fiber_sendto(s, "datagram", 8, 0,
+				      (struct sockaddr *)&ra, sizeof(ra)),
+			 8);
+	join(f);
+	assert_int_equal(d.n, 8);
+	assert_memory_equal(d.buf, "datagram", 8);
+	assert_int_equal(d.from.sin_port, sa.sin_port);
+	assert_int_equal(fiber_recvfrom(r, &c, 1, MSG_DONTWAIT, NULL, NULL),
+			 -1);
+	assert_int_equal(errno, EAGAIN);
+	/* A thread's recvfrom waits in poll(2) and gets it too. */
+	assert_int_equal(
+		sendto(s, "t", 1, 0, (struct sockaddr *)&ra, sizeof(ra)), 1);
+	assert_int_equal(fiber_recvfrom(r, &c, 1, 0, NULL, NULL), 1);
+	assert_int_equal(c, 't');
+	/* Cancelled while parked. */
+	waits = io_waits();
+	f = spawn(recvfrom_once, &d);
+	wait_parked(waits, 1);
+	assert_int_equal(fiber_cancel(f), 0);
+	join(f);
+	assert_int_equal(d.n, -1);
+	assert_int_equal(d.err, ECANCELED);
+	assert_int_equal(fiber_close(r), 0);
+	assert_int_equal(fiber_close(s), 0);
+}
+
+struct rights {
+	int fd;
+	int got_fd;
+	ssize_t n;
+	char data[8];
+};
+
+static void *recv_rights(void *arg)
+{
+	struct rights *r = arg;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { r->data, sizeof(r->data) };
+	struct msghdr m = { .msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+
+	r->got_fd = -1;
+	r->n = fiber_recvmsg(r->fd, &m, MSG_CMSG_CLOEXEC);
+	if (r->n < 0) {
+		r->n = -fiber_errno();
+		return NULL;
+	}
+	cm = CMSG_FIRSTHDR(&m);
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+		memcpy(&r->got_fd, CMSG_DATA(cm), sizeof(int));
+	return NULL;
+}
+
+static ssize_t send_rights(int sock, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { "fd", 2 };
+	struct msghdr m = { .msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+
+	memset(u.buf, 0, sizeof(u.buf));
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return fiber_sendmsg(sock, &m, 0);
+}
+
+/* SCM_RIGHTS over AF_UNIX socket pairs (datagram and stream): a fiber
+ * parked in fiber_recvmsg receives the pipe end fiber_sendmsg passed, and
+ * it is the same pipe. */
+static void test_io_unix_sendmsg_recvmsg_pass_an_fd(void **state)
+{
+	static const int types[] = { SOCK_DGRAM, SOCK_STREAM };
+	struct rights r;
+	int sp[2], p[2];
+	long long waits;
+	char c;
+	fiber_t f;
+
+	(void)state;
+	for (unsigned int i = 0; i < 2; i++) {
+		assert_int_equal(socketpair(AF_UNIX, types[i] | SOCK_NONBLOCK,
+					    0, sp),
+				 0);
+		assert_int_equal(pipe(p), 0);
+		memset(&r, 0, sizeof(r));
+		r.fd = sp[0];
+		waits = io_waits();
+		f = spawn(recv_rights, &r);
+		wait_parked(waits, 1);
+		assert_int_equal(send_rights(sp[1], p[1]), 2);
+		join(f);
+		assert_int_equal(r.n, 2);
+		assert_memory_equal(r.data, "fd", 2);
+		assert_true(r.got_fd >= 0 && r.got_fd != p[1]);
+		assert_int_equal(write(r.got_fd, "!", 1), 1);
+		assert_int_equal(read(p[0], &c, 1), 1);
+		assert_int_equal(c, '!');
+		close(r.got_fd);
+		close(p[0]);
+		close(p[1]);
+		assert_int_equal(fiber_close(sp[0]), 0);
+		assert_int_equal(fiber_close(sp[1]), 0);
+	}
+	/* Misuse: a closed fd, a negative one. */
+	assert_int_equal(fiber_recvmsg(sp[0], &(struct msghdr){ 0 }, 0), -1);
+	assert_int_equal(errno, EBADF);
+	assert_int_equal(fiber_sendto(-1, "x", 1, 0, NULL, 0), -1);
+	assert_int_equal(errno, EBADF);
+}
+
 /* ---- idle CPU ----------------------------------------------------------- */
 
 static uint64_t cpu_ns(void)
@@ -1034,6 +1485,14 @@ int main(int argc, char **argv)
 			test_io_thread_write_to_gone_pipe_raises_sigpipe),
 		cmocka_unit_test(test_io_accept_emfile_backs_off),
 		cmocka_unit_test(test_io_writev_finishes_partial_writes),
+		cmocka_unit_test(test_io_read_waits_register_the_fd_once),
+		cmocka_unit_test(test_io_two_readers_of_one_fd_both_wake),
+		cmocka_unit_test(
+			test_io_fd_registered_before_fork_works_in_child),
+		cmocka_unit_test(test_io_deadline_in_the_past_fails_at_once),
+		cmocka_unit_test(test_io_deadline_moved_while_waiting),
+		cmocka_unit_test(test_io_udp_recvfrom_sendto),
+		cmocka_unit_test(test_io_unix_sendmsg_recvmsg_pass_an_fd),
 		cmocka_unit_test(test_io_idle_runtime_burns_no_cpu),
 	};
 

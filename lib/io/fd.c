@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * fd.c - fiber-aware fd calls: fiber_read, fiber_write, fiber_readv,
- * fiber_writev, fiber_recv, fiber_send, fiber_accept, fiber_connect,
- * fiber_poll, fiber_close and fiber_errno.
+ * fiber_writev, fiber_recv, fiber_send, fiber_recvfrom, fiber_sendto,
+ * fiber_recvmsg, fiber_sendmsg, fiber_accept, fiber_connect, fiber_poll,
+ * fiber_close, fiber_fd_set_deadline and fiber_errno.
  *
  * Each call tries the system call on the (non-blocking) fd; on EAGAIN it
  * waits for readiness and tries again.  A fiber parks on the poller
@@ -13,8 +14,20 @@
  * written before an error (the error shows on the next call).
  *
  * Timeouts: fiber_connect and fiber_poll take one; the transfer calls
- * honour the socket's SO_RCVTIMEO / SO_SNDTIMEO (read with getsockopt only
- * when the call has to wait) and fail with ETIMEDOUT when it runs out.
+ * honour the socket's SO_RCVTIMEO / SO_SNDTIMEO and fail with ETIMEDOUT
+ * when it runs out.  The option is read with getsockopt once per fd and
+ * direction, at the first wait that needs it, and kept in the poller's
+ * entry until fiber_close(): a wait costs no system call for it, and a
+ * setsockopt() after that first wait is not seen (fiber.h says so).
+ *
+ * Deadlines: fiber_fd_set_deadline() stores a read and a write deadline
+ * in the entry (as Go's SetDeadline).  Every wait of the transfer calls,
+ * fiber_accept (read) and fiber_connect (write) is bounded by it, read
+ * afresh before each wait; setting it wakes the waiters, which retry their
+ * system call and wait again under the new deadline.  As everywhere in the
+ * API, a deadline bounds waiting only: a call that can complete at once
+ * does, one that would wait past a deadline already gone fails with
+ * ETIMEDOUT at once.  fiber_poll has its own timeout and ignores it.
  *
  * Closing.  Each call runs inside the fd's entry of the poller
  * (fb_poll_enter .. fb_poll_leave), which counts it in progress;
@@ -41,6 +54,7 @@
  * and accept().
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -135,18 +149,40 @@ static void call_leave(struct call *k)
 		fb_poll_leave(k->d);
 }
 
-/* The deadline of the SO_RCVTIMEO/SO_SNDTIMEO option @opt of @fd, or
- * FB_NO_DEADLINE when it is unset or @fd is not a socket. */
-static uint64_t sock_deadline(int fd, int opt)
+/* The direction (FB_IOFD_R, FB_IOFD_W) of a wait for @events. */
+static int dir_of(short events)
 {
+	return (events & POLLOUT) ? FB_IOFD_W : FB_IOFD_R;
+}
+
+/* The deadline of the SO_RCVTIMEO/SO_SNDTIMEO option @opt of @k's fd, for
+ * direction @dir, from now: FB_NO_DEADLINE when it is unset or the fd is
+ * not a socket.  The option is read once, then kept in the entry for the
+ * fiber that owns the direction's registration (sched/netpoll.h); another
+ * fiber, or a thread, reads it afresh. */
+static uint64_t sock_deadline(struct call *k, int dir, int opt)
+{
+	struct fb_fiber *f = fb_current();
+	uint64_t t = fb_load_relaxed(&k->d->timeo[dir]);
 	struct timeval tv;
 	socklen_t len = sizeof(tv);
 
-	if (getsockopt(fd, SOL_SOCKET, opt, &tv, &len) ||
-	    (tv.tv_sec == 0 && tv.tv_usec == 0))
-		return FB_NO_DEADLINE;
-	return fb_now_ns() + (uint64_t)tv.tv_sec * 1000000000u +
-	       (uint64_t)tv.tv_usec * 1000u;
+	if (fb_unlikely(!t || !f ||
+			fb_load_relaxed(&k->d->owner[dir]) != f->id)) {
+		t = 1;
+		if (!getsockopt(k->fd, SOL_SOCKET, opt, &tv, &len) &&
+		    tv.tv_sec >= 0 && (tv.tv_sec || tv.tv_usec > 0))
+			t += (uint64_t)tv.tv_sec * 1000000000u +
+			     (uint64_t)tv.tv_usec * 1000u;
+		fb_store_relaxed(&k->d->timeo[dir], t);
+	}
+	return t == 1 ? FB_NO_DEADLINE : fb_now_ns() + (t - 1);
+}
+
+/* The earlier of @deadline and @k's fd deadline for direction @dir. */
+static uint64_t fd_deadline(struct call *k, int dir, uint64_t deadline)
+{
+	return FB_MIN(deadline, fb_poll_deadline(k->d, dir));
 }
 
 /* poll_thread - a foreign thread's wait: poll(2) outside the entry, which
@@ -192,6 +228,8 @@ static int wait_fd(struct call *k, short events, uint64_t deadline,
 	uint32_t rev = 0;
 	int err;
 
+	if (deadline != FB_NO_DEADLINE && fb_now_ns() >= deadline)
+		return ETIMEDOUT;
 	if (!fb_current())
 		return poll_thread(k, events, deadline, revents);
 	err = fb_poll_wait_fd(k->fd, (uint32_t)events, deadline, &rev);
@@ -212,6 +250,7 @@ static ssize_t io_once(struct call *k, short events, int opt, io_op op,
 		       void *ctx)
 {
 	uint64_t deadline = FB_NO_DEADLINE;
+	int dir = dir_of(events);
 	bool timed = false;
 	ssize_t n;
 	int err;
@@ -224,10 +263,10 @@ static ssize_t io_once(struct call *k, short events, int opt, io_op op,
 		    opt == ONE_TRY)
 			return n;
 		if (!timed) {
-			deadline = sock_deadline(k->fd, opt);
+			deadline = sock_deadline(k, dir, opt);
 			timed = true;
 		}
-		err = wait_fd(k, events, deadline, NULL);
+		err = wait_fd(k, events, fd_deadline(k, dir, deadline), NULL);
 		if (err)
 			return -err;
 	}
@@ -469,6 +508,133 @@ ssize_t fiber_writev(int fd, const struct iovec *iov, int iovcnt)
 	return posix_ret(n);
 }
 
+/* ---- datagrams and messages ---------------------------------------------- */
+
+struct addr_ctx {
+	void *buf;
+	size_t len;
+	int flags;
+	struct sockaddr *addr;
+	socklen_t *addrlen; /* recvfrom */
+	socklen_t tolen;    /* sendto */
+	struct msghdr *msg; /* recvmsg, sendmsg */
+};
+
+static ssize_t op_recvfrom(int fd, void *ctx)
+{
+	struct addr_ctx *c = ctx;
+
+	return sys_ret(
+		recvfrom(fd, c->buf, c->len, c->flags, c->addr, c->addrlen));
+}
+
+static ssize_t op_sendto(int fd, void *ctx)
+{
+	struct addr_ctx *c = ctx;
+
+	return sys_ret(sendto(fd, c->buf, c->len, c->flags | MSG_NOSIGNAL,
+			      c->addr, c->tolen));
+}
+
+static ssize_t op_recvmsg(int fd, void *ctx)
+{
+	struct addr_ctx *c = ctx;
+
+	return sys_ret(recvmsg(fd, c->msg, c->flags));
+}
+
+static ssize_t op_sendmsg(int fd, void *ctx)
+{
+	struct addr_ctx *c = ctx;
+
+	return sys_ret(sendmsg(fd, c->msg, c->flags | MSG_NOSIGNAL));
+}
+
+/*
+ * fiber_recvfrom - recvfrom(2) that parks until a datagram (or data) is
+ * there; with MSG_DONTWAIT it tries once.  Context: any thread.
+ * Return: as fiber_read().
+ */
+ssize_t fiber_recvfrom(int fd, void *buf, size_t len, int flags,
+		       struct sockaddr *addr, socklen_t *addrlen)
+{
+	struct addr_ctx c = { .buf = buf,
+			      .len = len,
+			      .flags = flags,
+			      .addr = addr,
+			      .addrlen = addrlen };
+
+	return io_call(fd, POLLIN,
+		       (flags & MSG_DONTWAIT) ? ONE_TRY : SO_RCVTIMEO,
+		       op_recvfrom, &c);
+}
+
+/*
+ * fiber_sendto - sendto(2) of all @len bytes (a datagram goes whole or
+ * not at all), parking while @fd is full; one try with MSG_DONTWAIT;
+ * always with MSG_NOSIGNAL.  Context: any thread.
+ * Return: as fiber_write().
+ */
+ssize_t fiber_sendto(int fd, const void *buf, size_t len, int flags,
+		     const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct addr_ctx c = { .buf = (void *)buf,
+			      .len = len,
+			      .flags = flags,
+			      .addr = (struct sockaddr *)addr,
+			      .tolen = addrlen };
+	size_t done = 0;
+	struct call k;
+	ssize_t n;
+
+	if (flags & MSG_DONTWAIT)
+		return io_call(fd, POLLOUT, ONE_TRY, op_sendto, &c);
+	n = -call_enter(&k, fd);
+	if (n)
+		return posix_ret(n);
+	do {
+		n = io_once(&k, POLLOUT, SO_SNDTIMEO, op_sendto, &c);
+		if (n < 0)
+			break;
+		done += (size_t)n;
+		c.buf = (char *)c.buf + n;
+		c.len -= (size_t)n;
+	} while (done < len);
+	call_leave(&k);
+	return done ? partial(done, n) : posix_ret(n);
+}
+
+/*
+ * fiber_recvmsg - recvmsg(2) that parks until data is there; with
+ * MSG_DONTWAIT it tries once.  Ancillary data (SCM_RIGHTS...) comes as
+ * recvmsg(2) gives it.  Context: any thread.  Return: as fiber_read().
+ */
+ssize_t fiber_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	struct addr_ctx c = { .flags = flags, .msg = msg };
+
+	return io_call(fd, POLLIN,
+		       (flags & MSG_DONTWAIT) ? ONE_TRY : SO_RCVTIMEO,
+		       op_recvmsg, &c);
+}
+
+/*
+ * fiber_sendmsg - sendmsg(2) that parks while @fd is full, always with
+ * MSG_NOSIGNAL; with MSG_DONTWAIT it tries once.  It returns the count of
+ * the first sendmsg(2) that sends anything, which may be short on a
+ * stream socket: resending the rest would send the ancillary data twice.
+ * Context: any thread.  Return: the bytes sent, or -1 with errno as
+ * fiber_write().
+ */
+ssize_t fiber_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct addr_ctx c = { .flags = flags, .msg = (struct msghdr *)msg };
+
+	return io_call(fd, POLLOUT,
+		       (flags & MSG_DONTWAIT) ? ONE_TRY : SO_SNDTIMEO,
+		       op_sendmsg, &c);
+}
+
 /* ---- connections --------------------------------------------------------- */
 
 struct accept_ctx {
@@ -509,6 +675,7 @@ static uint64_t ms_deadline(int timeout_ms)
 static int connect_wait(struct call *k, const struct sockaddr *addr,
 			socklen_t addrlen, uint64_t deadline)
 {
+	struct pollfd p = { .fd = k->fd, .events = POLLOUT };
 	socklen_t len = sizeof(int);
 	int err;
 
@@ -518,9 +685,16 @@ static int connect_wait(struct call *k, const struct sockaddr *addr,
 	if (err != EINPROGRESS && err != EINTR && err != EAGAIN)
 		return err;
 	do {
-		err = wait_fd(k, POLLOUT, deadline, NULL);
+		err = wait_fd(k, POLLOUT, fd_deadline(k, FB_IOFD_W, deadline),
+			      NULL);
 		if (err)
 			return err;
+		/* A wake says "look again": a ready bit may be older than
+		 * the connection, and SO_ERROR is 0 while it is pending. */
+		if (poll(&p, 1, 0) == 0) {
+			err = EINPROGRESS;
+			continue;
+		}
 		if (getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err, &len))
 			return sys_errno();
 	} while (err == EINPROGRESS || err == EALREADY);
@@ -593,6 +767,33 @@ int fiber_poll(int fd, short events, int timeout_ms)
 		call_leave(&k);
 	}
 	return (int)posix_ret(n);
+}
+
+/*
+ * fiber_fd_set_deadline - the read and write deadlines of @fd (absolute
+ * fiber_now() nanoseconds, FIBER_NO_DEADLINE: none), which bound every
+ * later wait of the fd calls on it in that direction until changed or
+ * fiber_close(); fibers waiting on @fd now wake and wait again under them.
+ * Context: any thread; never switches.  A thread blocked in poll(2) on @fd
+ * keeps the deadline it started with.
+ * Return: 0, or -1 with errno EBADF (@fd not open, negative, or being
+ * closed by fiber_close()) or ENOMEM (as fiber_read()).
+ */
+int fiber_fd_set_deadline(int fd, uint64_t read_deadline,
+			  uint64_t write_deadline)
+{
+	struct fb_iofd *d;
+	uint32_t gen;
+	int err = fb_poll_enter(fd, &d, &gen);
+
+	if (err)
+		return fail(err);
+	if (fcntl(fd, F_GETFD) < 0)
+		err = sys_errno();
+	else
+		fb_poll_set_deadline(d, read_deadline, write_deadline);
+	fb_poll_leave(d);
+	return err ? fail(err) : 0;
 }
 
 /*

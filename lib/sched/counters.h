@@ -56,6 +56,8 @@ FB_COUNTER(timers_fired,
 FB_COUNTER(io_waits, "fibers parked waiting for fd readiness")
 FB_COUNTER(io_events, "fd waiters woken by the poller")
 FB_COUNTER(epoll_sleeps, "idle workers that slept in epoll_wait as the poller")
+FB_COUNTER(epoll_ctls,
+	   "epoll_ctl calls on fds: registrations, their checks, removals")
 FB_COUNTER(epoll_ticks, "non-blocking epoll polls by busy workers")
 FB_COUNTER(eventfd_wakes, "eventfd writes that woke the poller")
 FB_COUNTER(lb_balances,

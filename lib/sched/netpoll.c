@@ -23,23 +23,50 @@
  *
  * Registration.  Each fd has an entry in a two-level table (fd number ->
  * struct fb_iofd: a lock, a wait list, each waiter with the events it
- * wants in w.data, and the call word below).  A waiting fiber queues itself
- * and (re)arms the fd with EPOLLONESHOT for the union of its waiters'
- * events; the poller that gets the event wakes the waiters it satisfies
- * and re-arms for the rest.  Arming an fd that is already ready reports it
- * at once, so readiness that arrived between the EAGAIN and the arm is not
- * lost.  Every wake means "try the system call again", so a stale event
- * costs a retry, never a wrong result.
+ * wants in w.data, the call word below, a ready bit per direction).  The
+ * first wait that has to park registers the fd once, edge-triggered
+ * (EPOLLET) for both directions; it stays registered until fiber_close().
+ * The poller that gets an event wakes every waiter of the directions it
+ * reports; a direction with no waiter to take it sets its ready bit
+ * instead.  A wait (after the EAGAIN of its system call) first consumes
+ * the ready bits of its directions: if one was set it returns at once
+ * without a system call, and the caller retries.  Else, under the entry
+ * lock, it looks at the bits again and queues itself: the poller sets bits
+ * and wakes waiters under the same lock, so an edge that arrives between
+ * the EAGAIN and the queueing is seen either by the wait (the bit) or by
+ * the poller (the waiter), never lost.  Registering an fd that is ready
+ * reports it at once, so the first wait loses nothing either.  Every wake
+ * means "try the system call again", so a stale bit or event costs a
+ * retry, never a wrong result.  Two fibers waiting on the same fd and
+ * direction both wake: an edge comes once, and a woken fiber that then
+ * finds nothing (the other took it) parks again, while one that was woken
+ * alone and left (timed out, cancelled) would have taken the edge away
+ * from the other.
  *
  * Reuse of a number.  epoll drops a registration when its file is closed
- * (its last descriptor), and keys registrations by file, not by number.  So
- * when EPOLL_CTL_MOD fails with ENOENT while waiters are queued, the file
- * they armed for is gone from this number: a plain close(2) ran under them.
- * They are stale; arm_locked() fails them with EBADF before it ADDs the
- * new file.  A waiter parked on a closed fd therefore never gets the bytes
- * of the file that reuses the number, and never keeps the new file's
- * readers waiting; until the number is reused it stays parked (close(2)
- * tells epoll nothing we could see), which is why fiber_close() exists.
+ * (its last descriptor), and keys registrations by file, not by number, so
+ * after a plain close(2) the entry still says "registered" for a number
+ * whose new file epoll does not watch.  A fiber parking on a registered
+ * entry therefore checks the registration (EPOLL_CTL_MOD, which also
+ * reports the current state again) unless it is the fiber that registered
+ * or checked it last for that direction (@owner): a connection served by
+ * one fiber costs one epoll_ctl, a fiber that finds a number reused under
+ * it costs one more.  ENOENT means the file the queued waiters waited on
+ * is gone: they are stale, fail with EBADF, and the new file is ADDed.  A
+ * waiter parked on a closed fd therefore never gets the bytes of the file
+ * that reuses the number, and never keeps the new file's readers waiting;
+ * until another fiber waits on the number it stays parked (close(2) tells
+ * epoll nothing we could see), which is why fiber_close() exists.  The
+ * one case the check misses: the very fiber that registered a number
+ * close(2)s it and waits on a new file there with no fiber_close() in
+ * between; that new file is never registered and the wait lasts until its
+ * deadline.  Use fiber_close().
+ *
+ * Epochs.  A registration belongs to one epoll set: the entry records the
+ * poller epoch it was made in, and a new poller (after fiber_shutdown(), in
+ * a fork child) has a new epoch, so every fd registers again there; a
+ * child that inherited registered fds from its parent registers them in
+ * its own set at its first wait.
  *
  * Closing.  The call word of an entry (@calls, one atomic 64-bit word)
  * holds the number of fd calls in progress (bits 0-31), CLOSING (bit 32)
@@ -67,9 +94,9 @@
  * right after the system call that set it, in code that does not switch
  * before; io/fd.c's opening comment gives the rule for the fd calls.
  *
- * Alternatives rejected: edge-triggered registration once per fd (one
- * epoll_ctl less per wait, but the table cannot see close(2), so a reused
- * number would wait for an edge on a descriptor epoll no longer watches);
+ * Alternatives rejected: EPOLLONESHOT, re-armed for every wait (what this
+ * file did first: one epoll_ctl per wait, and it could see a reuse at
+ * every arm); a check of the registration at every park (the same cost);
  * a poller thread (a thread hop and a futex wake on every I/O wakeup); an
  * eventfd per worker (fds and epoll entries per worker for nothing: only
  * the poller sleeps in epoll).
@@ -99,6 +126,7 @@ static struct {
 	atomic_bool busy; /* the poller flag: a worker is in epoll_wait */
 	int epfd;
 	int evfd;
+	uint32_t epoch; /* of this epoll set, never 0; under init_lock */
 	pthread_mutex_t init_lock; /* creating and freeing, fd table too */
 } poller = { .init_lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -123,6 +151,8 @@ static int poller_start_locked(void)
 		close(poller.epfd);
 		return err;
 	}
+	if (!++poller.epoch)
+		poller.epoch = 1;
 	fb_store_release(&poller.up, true);
 	return 0;
 }
@@ -143,6 +173,7 @@ static int poller_get(void)
 void fb_poll_fini(void)
 {
 	pthread_mutex_lock(&poller.init_lock);
+	/* The next poller has the next epoch: entries register again. */
 	if (fb_load_relaxed(&poller.up)) {
 		close(poller.evfd);
 		close(poller.epfd);
@@ -238,6 +269,7 @@ static bool wake_all_locked(struct fb_iofd *d, struct fb_waiter *keep,
 		if (w == keep || !fb_waiter_claim(w, FB_CLAIM_WOKEN))
 			continue; /* a timed-out one leaves by itself */
 		fb_list_del(n);
+		w->data = 0; /* no events: retry */
 		w->result = result;
 		fb_waiter_wake(w, 0);
 		any = true;
@@ -245,16 +277,26 @@ static bool wake_all_locked(struct fb_iofd *d, struct fb_waiter *keep,
 	return any;
 }
 
-/* The events @d's waiters want, with EPOLLONESHOT. */
-static uint32_t wanted_locked(struct fb_iofd *d)
+/* The directions (FB_IOFD_READY_*) of epoll events @ev. */
+static inline uint32_t dirs_of(uint32_t ev)
 {
-	uint32_t events = EPOLLONESHOT;
-	struct fb_list *n;
+	return ((ev & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) ?
+			FB_IOFD_READY_R :
+			0) |
+	       ((ev & (EPOLLOUT | EPOLLERR | EPOLLHUP)) ? FB_IOFD_READY_W : 0);
+}
 
-	fb_list_for_each (n, &d->waiters)
-		events |=
-			(uint32_t)fb_list_entry(n, struct fb_waiter, node)->data;
-	return events;
+/* forget_locked - drop what @d knows of the file at its number: the
+ * registration, readiness and the cached socket timeouts.  Context:
+ * @d->lock held. */
+static void forget_locked(struct fb_iofd *d)
+{
+	d->epoch = 0;
+	fb_store_relaxed(&d->owner[0], 0);
+	fb_store_relaxed(&d->owner[1], 0);
+	fb_store_relaxed(&d->ready, 0);
+	fb_store_relaxed(&d->timeo[0], 0);
+	fb_store_relaxed(&d->timeo[1], 0);
 }
 
 int fb_poll_close(int fd)
@@ -271,8 +313,13 @@ int fb_poll_close(int fd)
 	} while (!fb_cas(&d->calls, &v, v | FB_IOFD_CLOSING));
 	fb_spin_lock(&d->lock);
 	wake_all_locked(d, NULL, EBADF);
-	if (fb_load_acquire(&poller.up))
+	if (fb_load_acquire(&poller.up) && d->epoch == poller.epoch) {
 		(void)epoll_ctl(poller.epfd, EPOLL_CTL_DEL, fd, NULL);
+		FB_COUNT(fb_worker_self(), epoll_ctls);
+	}
+	forget_locked(d);
+	fb_store_relaxed(&d->deadline[0], 0);
+	fb_store_relaxed(&d->deadline[1], 0);
 	fb_spin_unlock(&d->lock);
 	for (unsigned int i = 0; fb_load_acquire(&d->calls) & FB_IOFD_CALLS;
 	     i++) {
@@ -290,60 +337,107 @@ int fb_poll_close(int fd)
 	return 0;
 }
 
-/* ---- arming and dispatch ------------------------------------------------- */
-
-/*
- * arm_locked - ask epoll for one report of the events @d's waiters want.
- * If no registration is left for the file now at @fd while waiters are
- * queued, the file they waited on was closed: fail them with EBADF, but
- * not @self (the waiter that arms now, or NULL), and register the new one.
- * Return: 0 or the errno of epoll_ctl.  Context: @d->lock held.
- */
-static int arm_locked(int fd, struct fb_iofd *d, struct fb_waiter *self)
+void fb_poll_set_deadline(struct fb_iofd *d, uint64_t rd, uint64_t wd)
 {
-	struct epoll_event ev = { .events = wanted_locked(d),
-				  .data.u64 = (uint64_t)fd };
-
-	if (ev.events == EPOLLONESHOT)
-		return 0;
-	if (!epoll_ctl(poller.epfd, EPOLL_CTL_MOD, fd, &ev))
-		return 0;
-	if (errno != ENOENT)
-		return errno;
-	if (wake_all_locked(d, self, EBADF))
-		ev.events = wanted_locked(d);
-	if (ev.events == EPOLLONESHOT ||
-	    !epoll_ctl(poller.epfd, EPOLL_CTL_ADD, fd, &ev))
-		return 0;
-	return errno;
+	fb_spin_lock(&d->lock);
+	fb_store_release(&d->deadline[FB_IOFD_R], rd + 1);
+	fb_store_release(&d->deadline[FB_IOFD_W], wd + 1);
+	wake_all_locked(d, NULL, 0);
+	fb_spin_unlock(&d->lock);
 }
 
+/* ---- registration and dispatch ------------------------------------------- */
+
+/* What an fd is registered for, once. */
+#define FB_IOFD_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET)
+
+static int ctl(int op, int fd)
+{
+	struct epoll_event ev = { .events = FB_IOFD_EVENTS,
+				  .data.u64 = (uint64_t)fd };
+
+	FB_COUNT(fb_worker_self(), epoll_ctls);
+	return epoll_ctl(poller.epfd, op, fd, &ev) ? errno : 0;
+}
+
+/*
+ * register_locked - make sure the file now at @fd is registered before
+ * @self, a waiter for directions @dirs, parks ("Registration" and "Reuse
+ * of a number" above): register it if the entry is not, check the
+ * registration if another fiber made it.  If the file the entry registered
+ * is gone, fail the other waiters with EBADF and register the new one.
+ * Return: 0 or the errno of epoll_ctl.  Context: a fiber, @d->lock held.
+ */
+static int register_locked(int fd, struct fb_iofd *d, struct fb_waiter *self,
+			   uint32_t dirs)
+{
+	uint64_t me = fb_current()->id;
+	int err;
+
+	if (d->epoch == poller.epoch) {
+		if ((!(dirs & FB_IOFD_READY_R) ||
+		     fb_load_relaxed(&d->owner[FB_IOFD_R]) == me) &&
+		    (!(dirs & FB_IOFD_READY_W) ||
+		     fb_load_relaxed(&d->owner[FB_IOFD_W]) == me))
+			return 0;
+		err = ctl(EPOLL_CTL_MOD, fd);
+		if (err && err != ENOENT)
+			return err;
+		if (err) {
+			/* The registered file was closed under the entry:
+			 * whoever waits is waiting on it. */
+			wake_all_locked(d, self, EBADF);
+			forget_locked(d);
+		}
+	}
+	if (d->epoch != poller.epoch) {
+		err = ctl(EPOLL_CTL_ADD, fd);
+		/* EEXIST: registered in this set, the entry forgot it (a
+		 * fiber_close() of a dup's number): take it over. */
+		if (err == EEXIST)
+			err = ctl(EPOLL_CTL_MOD, fd);
+		if (err)
+			return err;
+		d->epoch = poller.epoch;
+	}
+	if (dirs & FB_IOFD_READY_R)
+		fb_store_relaxed(&d->owner[FB_IOFD_R], me);
+	if (dirs & FB_IOFD_READY_W)
+		fb_store_relaxed(&d->owner[FB_IOFD_W], me);
+	return 0;
+}
+
+/* dispatch_fd - the poller got @revents for @fd: wake the waiters of the
+ * directions it reports; a direction nobody took stays ready. */
 static void dispatch_fd(int fd, uint32_t revents, struct fb_worker *self)
 {
 	struct fb_iofd *d = iofd(fd, false);
+	uint32_t dirs = dirs_of(revents), wd, served = 0;
 	struct fb_list *n, *tmp;
 	struct fb_waiter *w;
-	bool left = false;
 
 	if (!d)
 		return;
 	fb_spin_lock(&d->lock);
 	fb_list_for_each_safe (n, tmp, &d->waiters) {
 		w = fb_list_entry(n, struct fb_waiter, node);
-		if (!(revents & ((uint32_t)w->data | EPOLLERR | EPOLLHUP))) {
-			left = true;
+		wd = dirs_of((uint32_t)w->data) & dirs;
+		/* An error or hang-up wakes all, as poll(2) reports them
+		 * whatever was asked. */
+		if (!wd && !(revents & (EPOLLERR | EPOLLHUP)))
 			continue;
-		}
 		if (!fb_waiter_claim(w, FB_CLAIM_WOKEN))
 			continue; /* timed out: it unlinks itself */
 		fb_list_del(n);
 		w->data = revents;
 		w->result = 0;
 		fb_waiter_wake(w, 0);
+		served |= wd;
 		FB_COUNT(self, io_events);
 	}
-	if (left)
-		arm_locked(fd, d, NULL);
+	if (dirs & ~served)
+		atomic_fetch_or_explicit(&d->ready, dirs & ~served,
+					 memory_order_relaxed);
 	fb_spin_unlock(&d->lock);
 }
 
@@ -364,11 +458,24 @@ static void dispatch(const struct epoll_event *ev, int n,
 
 /* ---- waiting on an fd ---------------------------------------------------- */
 
+/* take_ready - consume the ready bits of @dirs in @d; whether one was
+ * set. */
+static inline bool take_ready(struct fb_iofd *d, uint32_t dirs)
+{
+	uint32_t got = fb_load_relaxed(&d->ready) & dirs;
+
+	if (fb_likely(!got))
+		return false;
+	atomic_fetch_and_explicit(&d->ready, ~got, memory_order_relaxed);
+	return true;
+}
+
 /* Inside a call on @fd (fb_poll_enter), so fb_poll_close() waits for it:
  * it checks CLOSING before it queues and after it wakes. */
 int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline,
 		    uint32_t *revents)
 {
+	uint32_t dirs = dirs_of(events);
 	struct fb_iofd *d;
 	struct fb_waiter w;
 	int err = poller_get();
@@ -378,16 +485,29 @@ int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline,
 	d = iofd(fd, true);
 	if (!d)
 		return fd < 0 ? EBADF : ENOMEM;
+	if (revents)
+		*revents = 0;
+	/* An edge came since: retry, without a system call, unless a close
+	 * began (no retry then, as after a wake). */
+	if (take_ready(d, dirs)) {
+		if (fb_load_relaxed(&d->calls) & FB_IOFD_CLOSING)
+			return EBADF;
+		return 0;
+	}
 	fb_spin_lock(&d->lock);
 	if (fb_load_relaxed(&d->calls) & FB_IOFD_CLOSING) {
 		fb_spin_unlock(&d->lock);
 		return EBADF;
 	}
+	if (take_ready(d, dirs)) {
+		fb_spin_unlock(&d->lock);
+		return 0;
+	}
 	fb_waiter_prepare(&w, FB_WAIT_FD | FB_WAIT_CANCELLABLE,
 			  (const void *)(intptr_t)fd);
 	w.data = events;
 	fb_list_add_tail(&w.node, &d->waiters);
-	err = arm_locked(fd, d, &w);
+	err = register_locked(fd, d, &w, dirs);
 	if (err) {
 		/* Give the wait up as a deadline already past would; a
 		 * cancellation that claimed it stays pending. */

@@ -24,14 +24,35 @@
 #define FB_IOFD_CLOSING (1ull << 32)
 #define FB_IOFD_GEN_SHIFT 33 /* generation: fiber_close() calls on the fd */
 
-/* The poller's state of one fd number.  Every fd call writes @calls: one
- * cache line each, so that calls on neighbouring fds from different
- * workers do not share one. */
+/* Directions of an fd: indexes of the per-direction fields below, and
+ * bits of @ready. */
+enum { FB_IOFD_R, FB_IOFD_W };
+#define FB_IOFD_READY_R (1u << FB_IOFD_R)
+#define FB_IOFD_READY_W (1u << FB_IOFD_W)
+
+/* The poller's state of one fd number.  Every fd call writes @calls; the
+ * entry is cache-line aligned so that calls on neighbouring fds from
+ * different workers do not share a line. */
 struct fb_iofd {
 	struct fb_spinlock lock;
 	struct fb_list waiters; /* struct fb_waiter, w.data = events; @lock */
 	_Atomic uint64_t calls; /* FB_IOFD_*: read-modify-writes only,
 				   acquire on enter, release on leave */
+	/* FB_IOFD_READY_*: readiness the poller saw that no waiter took;
+	 * set under @lock, cleared by the wait that consumes it. */
+	_Atomic uint32_t ready;
+	uint32_t epoch; /* poller epoch of the registration, 0: none; @lock */
+	/* Per direction, the id of the fiber that registered or checked the
+	 * registration last; written under @lock. */
+	_Atomic uint64_t owner[2];
+	/* Per direction, fiber_fd_set_deadline()'s deadline plus one (0:
+	 * none, so that a zeroed entry has none). */
+	_Atomic uint64_t deadline[2];
+	/* Per direction, SO_RCVTIMEO / SO_SNDTIMEO in nanoseconds plus one
+	 * (1: none), read at the first wait that needs it; 0: not read.  Only
+	 * the @owner of the direction uses it: another fiber may be looking
+	 * at a new file under the number (sched/netpoll.c, "Reuse"). */
+	_Atomic uint64_t timeo[2];
 } fb_cacheline_aligned;
 
 /* The chunks; release-stored once each (under the poller's init lock),
@@ -99,6 +120,22 @@ int fb_poll_reenter(struct fb_iofd *d, uint32_t gen);
  * Return: 0; EBADF (another fiber_close() of @fd is running).
  */
 int fb_poll_close(int fd);
+
+/*
+ * fb_poll_set_deadline - store fiber_fd_set_deadline()'s deadlines @rd and
+ * @wd in @d (FB_NO_DEADLINE: none) and wake every fiber waiting on @d
+ * with result 0, so that it retries and waits again under the new ones.
+ * Context: any thread, inside a call on @d; never switches.
+ */
+void fb_poll_set_deadline(struct fb_iofd *d, uint64_t rd, uint64_t wd);
+
+/* fb_poll_deadline - fiber_fd_set_deadline()'s deadline of direction
+ * @dir (FB_IOFD_R, FB_IOFD_W) of @d, FB_NO_DEADLINE if none.
+ * Context: any thread, inside a call on @d. */
+static inline uint64_t fb_poll_deadline(struct fb_iofd *d, int dir)
+{
+	return fb_load_acquire(&d->deadline[dir]) - 1;
+}
 
 /*
  * The poller flag: at most one worker waits in epoll at a time (the
