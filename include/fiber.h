@@ -606,6 +606,43 @@ FIBER_API int fiber_close(int fd);
  * failed yet.  Cannot fail. */
 FIBER_API int fiber_errno(void);
 
+/*
+ * Blocking calls off the workers.  fiber_offload(fn, arg, ret) runs
+ * fn(arg) on a helper kernel thread and parks the calling fiber until it
+ * returns; its worker runs other fibers meanwhile.  The helpers are a pool
+ * of at most LIBFIBER_OFFLOAD_THREADS threads (default 64), made on demand
+ * and gone after 10 s idle; jobs beyond that wait in FIFO order.  fn runs
+ * on a thread that is not a worker, with every signal blocked: the fiber_*
+ * calls it makes behave as on any such thread (they block it).
+ *
+ * Cancellation point: a fiber cancelled while its fn has not started gets
+ * ECANCELED and fn never runs; once fn runs it cannot be stopped, so the
+ * call waits for it, returns 0 with its result, and the cancellation stays
+ * pending for the caller's next cancellation point.
+ * From a thread that is not a worker (also before fiber_init or after
+ * fiber_shutdown) fn runs at once on the calling thread.  fiber_shutdown()
+ * waits for the fn that run or are queued and counts their callers as
+ * runnable; a fiber that calls after the shutdown closed its gate gets
+ * ESHUTDOWN.  After fork() the child has no helpers; its first offload
+ * makes them again.
+ *
+ * fiber_offload - Context: any thread; a fiber parks.
+ * Return: 0 (*@ret, if @ret is not NULL, holds fn's result); EINVAL if @fn
+ * is NULL; ECANCELED (fn did not run); ESHUTDOWN; ENOMEM; EAGAIN when no
+ * helper thread exists and none could be created.  @ret is untouched on
+ * error.
+ */
+FIBER_API int fiber_offload(void *(*fn)(void *), void *arg, void **ret);
+struct addrinfo;
+/* fiber_getaddrinfo - getaddrinfo(3) through fiber_offload(), same
+ * arguments and results (free *@res with freeaddrinfo(3)).  When the
+ * offload itself fails (ECANCELED, ESHUTDOWN, ENOMEM, EAGAIN; EINVAL for
+ * a NULL @res) it returns EAI_SYSTEM with errno set to that code, on the
+ * thread the fiber returns on.  Context: any thread; a fiber parks. */
+FIBER_API int fiber_getaddrinfo(const char *node, const char *service,
+				const struct addrinfo *hints,
+				struct addrinfo **res);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@
 #include <fiber.h>
 
 #include "api/env.h"
+#include "api/offload.h"
 #include "sched/sched.h"
 #include "topo/topo.h"
 
@@ -28,10 +29,12 @@ static atomic_int implicit_rc;
 static void atfork_prepare(void)
 {
 	fb_runtime_atfork(FB_ATFORK_PREPARE);
+	fb_offload_atfork(FB_ATFORK_PREPARE);
 }
 
 static void atfork_parent(void)
 {
+	fb_offload_atfork(FB_ATFORK_PARENT);
 	fb_runtime_atfork(FB_ATFORK_PARENT);
 }
 
@@ -40,6 +43,7 @@ static void atfork_child(void)
 	pthread_mutex_init(&implicit_mutex, NULL);
 	fb_store_relaxed(&implicit_rc, 0);
 	fb_env_free(&rt_env);
+	fb_offload_atfork(FB_ATFORK_CHILD);
 	fb_runtime_atfork(FB_ATFORK_CHILD);
 }
 
@@ -91,6 +95,7 @@ static int start(const struct fiber_config *config)
 		rc = fb_runtime_start(r);
 	if (rc)
 		goto fail;
+	fb_offload_configure((unsigned int)env.offload_threads);
 	rt_env = env;
 	return 0;
 fail:
