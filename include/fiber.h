@@ -642,6 +642,32 @@ struct addrinfo;
 FIBER_API int fiber_getaddrinfo(const char *node, const char *service,
 				const struct addrinfo *hints,
 				struct addrinfo **res);
+/*
+ * TCP sockets in one call, for servers and clients.  Both take @host as a
+ * name or a numeric IPv4/IPv6 address, looked up with fiber_getaddrinfo()
+ * (the fiber parks, not its worker), and @port from 0 to 65535; they
+ * return a non-blocking, close-on-exec socket, or -1 with errno as the fd
+ * calls do.  A name without addresses gives EADDRNOTAVAIL; a failed lookup
+ * otherwise EAGAIN, ENOMEM, or the errno fiber_getaddrinfo() sets.
+ *
+ * fiber_tcp_listen - a socket listening on @host (NULL: every local
+ * address) and @port (0: one the kernel picks; read it back with
+ * getsockname(2)), with SO_REUSEADDR and a queue of @backlog.  The first
+ * address that binds wins.  Context: any thread.
+ * Return: the socket; -1 with EINVAL (bad @port), socket(2)'s, bind(2)'s
+ * (EADDRINUSE...) or listen(2)'s errno, or a lookup error (above).
+ */
+FIBER_API int fiber_tcp_listen(const char *host, int port, int backlog);
+/*
+ * fiber_tcp_dial - a socket connected to @host:@port, trying each address
+ * in the order of getaddrinfo(3) until one connects or @deadline
+ * (fiber_now() nanoseconds; FIBER_NO_DEADLINE: none) passes.  A
+ * cancellation point.  Context: any thread; a fiber parks.
+ * Return: the socket; -1 with EINVAL (NULL @host, bad @port), ETIMEDOUT,
+ * ECANCELED, the last address's connect(2) error (ECONNREFUSED...), or a
+ * lookup error (above).
+ */
+FIBER_API int fiber_tcp_dial(const char *host, int port, uint64_t deadline);
 
 #ifdef __cplusplus
 }
