@@ -668,6 +668,28 @@ FIBER_API int fiber_tcp_listen(const char *host, int port, int backlog);
  * lookup error (above).
  */
 FIBER_API int fiber_tcp_dial(const char *host, int port, uint64_t deadline);
+/*
+ * fiber_signal_wait - wait until a signal of @set is pending, take it and
+ * store its number in *@sig; the fiber parks on a signalfd(2), its worker
+ * runs on.  @deadline: fiber_now() nanoseconds, FIBER_NO_DEADLINE for
+ * none; a pending signal is taken at once.  A cancellation point.  A
+ * signal reaches it only while every thread blocks it: block the set with
+ * pthread_sigmask() in main() before fiber_init() and before making any
+ * thread (workers inherit that mask; fiber_offload's helpers block every
+ * signal).  For process-directed signals (kill(2), SIGINT).  Declared
+ * when <signal.h> has sigset_t (not in strict ISO C without a POSIX
+ * feature macro).  Context: any thread; a fiber parks.
+ * Return: 0; EINVAL for NULL, an empty @set, or a signal of @set the
+ * calling thread does not block; ETIMEDOUT; ECANCELED; EMFILE, ENFILE or
+ * ENOMEM from signalfd(2) or the poller.
+ */
+#if defined(_POSIX_C_SOURCE) || defined(_XOPEN_SOURCE) ||                      \
+	defined(_GNU_SOURCE) || defined(_DEFAULT_SOURCE) ||                    \
+	!defined(__STRICT_ANSI__)
+#include <signal.h>
+FIBER_API int fiber_signal_wait(const sigset_t *set, int *sig,
+				uint64_t deadline);
+#endif
 
 #ifdef __cplusplus
 }
