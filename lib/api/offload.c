@@ -252,6 +252,11 @@ static void *gai_run(void *p)
 	return NULL;
 }
 
+/* errno's address looked up afresh: the caller may resume on another
+ * thread, and glibc lets the compiler keep the address from before a call
+ * (include/fiber.h, the fd calls). */
+static int *(*volatile errno_at)(void) = __errno_location;
+
 int fiber_getaddrinfo(const char *node, const char *service,
 		      const struct addrinfo *hints, struct addrinfo **res)
 {
@@ -259,16 +264,16 @@ int fiber_getaddrinfo(const char *node, const char *service,
 	int rc;
 
 	if (!res) {
-		errno = EINVAL;
+		*errno_at() = EINVAL;
 		return EAI_SYSTEM;
 	}
 	rc = fiber_offload(gai_run, &c, NULL);
 	if (rc) {
-		errno = rc;
+		*errno_at() = rc;
 		return EAI_SYSTEM;
 	}
 	if (c.rc == EAI_SYSTEM)
-		errno = c.err;
+		*errno_at() = c.err;
 	return c.rc;
 }
 
