@@ -648,6 +648,91 @@ FIBER_API int fiber_fd_set_deadline(int fd, uint64_t read_deadline,
  * failed yet.  Cannot fail. */
 FIBER_API int fiber_errno(void);
 
+/*
+ * Blocking calls off the workers.  fiber_offload(fn, arg, ret) runs
+ * fn(arg) on a helper kernel thread and parks the calling fiber until it
+ * returns; its worker runs other fibers meanwhile.  The helpers are a pool
+ * of at most LIBFIBER_OFFLOAD_THREADS threads (default 64), made on demand
+ * and gone after 10 s idle; jobs beyond that wait in FIFO order.  fn runs
+ * on a thread that is not a worker, with every signal blocked: the fiber_*
+ * calls it makes behave as on any such thread (they block it).
+ *
+ * Cancellation point: a fiber cancelled while its fn has not started gets
+ * ECANCELED and fn never runs; once fn runs it cannot be stopped, so the
+ * call waits for it, returns 0 with its result, and the cancellation stays
+ * pending for the caller's next cancellation point.
+ * From a thread that is not a worker (also before fiber_init or after
+ * fiber_shutdown) fn runs at once on the calling thread.  fiber_shutdown()
+ * waits for the fn that run or are queued and counts their callers as
+ * runnable; a fiber that calls after the shutdown closed its gate gets
+ * ESHUTDOWN.  After fork() the child has no helpers; its first offload
+ * makes them again.
+ *
+ * fiber_offload - Context: any thread; a fiber parks.
+ * Return: 0 (*@ret, if @ret is not NULL, holds fn's result); EINVAL if @fn
+ * is NULL; ECANCELED (fn did not run); ESHUTDOWN; ENOMEM; EAGAIN when no
+ * helper thread exists and none could be created.  @ret is untouched on
+ * error.
+ */
+FIBER_API int fiber_offload(void *(*fn)(void *), void *arg, void **ret);
+struct addrinfo;
+/* fiber_getaddrinfo - getaddrinfo(3) through fiber_offload(), same
+ * arguments and results (free *@res with freeaddrinfo(3)).  When the
+ * offload itself fails (ECANCELED, ESHUTDOWN, ENOMEM, EAGAIN; EINVAL for
+ * a NULL @res) it returns EAI_SYSTEM with errno set to that code, on the
+ * thread the fiber returns on.  Context: any thread; a fiber parks. */
+FIBER_API int fiber_getaddrinfo(const char *node, const char *service,
+				const struct addrinfo *hints,
+				struct addrinfo **res);
+/*
+ * TCP sockets in one call, for servers and clients.  Both take @host as a
+ * name or a numeric IPv4/IPv6 address, looked up with fiber_getaddrinfo()
+ * (the fiber parks, not its worker), and @port from 0 to 65535; they
+ * return a non-blocking, close-on-exec socket, or -1 with errno as the fd
+ * calls do.  A name without addresses gives EADDRNOTAVAIL; a failed lookup
+ * otherwise EAGAIN, ENOMEM, or the errno fiber_getaddrinfo() sets.
+ *
+ * fiber_tcp_listen - a socket listening on @host (NULL: every local
+ * address) and @port (0: one the kernel picks; read it back with
+ * getsockname(2)), with SO_REUSEADDR and a queue of @backlog.  The first
+ * address that binds wins.  Context: any thread.
+ * Return: the socket; -1 with EINVAL (bad @port), socket(2)'s, bind(2)'s
+ * (EADDRINUSE...) or listen(2)'s errno, or a lookup error (above).
+ */
+FIBER_API int fiber_tcp_listen(const char *host, int port, int backlog);
+/*
+ * fiber_tcp_dial - a socket connected to @host:@port, trying each address
+ * in the order of getaddrinfo(3) until one connects or @deadline
+ * (fiber_now() nanoseconds; FIBER_NO_DEADLINE: none) passes.  A
+ * cancellation point.  Context: any thread; a fiber parks.
+ * Return: the socket; -1 with EINVAL (NULL @host, bad @port), ETIMEDOUT,
+ * ECANCELED, the last address's connect(2) error (ECONNREFUSED...), or a
+ * lookup error (above).
+ */
+FIBER_API int fiber_tcp_dial(const char *host, int port, uint64_t deadline);
+/*
+ * fiber_signal_wait - wait until a signal of @set is pending, take it and
+ * store its number in *@sig; the fiber parks on a signalfd(2), its worker
+ * runs on.  @deadline: fiber_now() nanoseconds, FIBER_NO_DEADLINE for
+ * none; a pending signal is taken at once.  A cancellation point.  A
+ * signal reaches it only while every thread blocks it: block the set with
+ * pthread_sigmask() in main() before fiber_init() and before making any
+ * thread (workers inherit that mask; fiber_offload's helpers block every
+ * signal).  For process-directed signals (kill(2), SIGINT).  Declared
+ * when <signal.h> has sigset_t (not in strict ISO C without a POSIX
+ * feature macro).  Context: any thread; a fiber parks.
+ * Return: 0; EINVAL for NULL, an empty @set, or a signal of @set the
+ * calling thread does not block; ETIMEDOUT; ECANCELED; EMFILE, ENFILE or
+ * ENOMEM from signalfd(2) or the poller.
+ */
+#if defined(_POSIX_C_SOURCE) || defined(_XOPEN_SOURCE) ||                      \
+	defined(_GNU_SOURCE) || defined(_DEFAULT_SOURCE) ||                    \
+	!defined(__STRICT_ANSI__)
+#include <signal.h>
+FIBER_API int fiber_signal_wait(const sigset_t *set, int *sig,
+				uint64_t deadline);
+#endif
+
 #ifdef __cplusplus
 }
 #endif

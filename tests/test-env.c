@@ -731,7 +731,8 @@ static void test_env_describe_defaults(void **state)
 	snprintf(want, sizeof(want),
 		 "LIBFIBER_SCHED_FEATURES=\"%s\" LIBFIBER_STACK_SIZE=256K "
 		 "LIBFIBER_IDLE_POLL_US=50 LIBFIBER_STATS=0 "
-		 "LIBFIBER_BLOCKED_LOAD_INTERVAL_MS=1 LIBFIBER_CLOCK=auto",
+		 "LIBFIBER_BLOCKED_LOAD_INTERVAL_MS=1 LIBFIBER_CLOCK=auto "
+		 "LIBFIBER_OFFLOAD_THREADS=64",
 		 feat);
 	expect_description(&e, want);
 	fb_env_free(&e);
@@ -776,6 +777,7 @@ static void test_env_describe_round_trips(void **state)
 	setenv("LIBFIBER_STATS", "json", 1);
 	setenv("LIBFIBER_BLOCKED_LOAD_INTERVAL_MS", "50", 1);
 	setenv("LIBFIBER_CLOCK", "monotonic", 1);
+	setenv("LIBFIBER_OFFLOAD_THREADS", "8", 1);
 	assert_int_equal(fb_env_load(&e, NULL), 0);
 	mask = (fb_features_default() & ~(UINT64_C(1) << FB_FEAT_TTWU_QUEUE)) |
 	       UINT64_C(1) << FB_FEAT_ASYM_PACKING;
@@ -785,7 +787,7 @@ static void test_env_describe_round_trips(void **state)
 		 "LIBFIBER_BIND=0 LIBFIBER_SCHED_FEATURES=\"%s\" "
 		 "LIBFIBER_STACK_SIZE=3M LIBFIBER_IDLE_POLL_US=0 "
 		 "LIBFIBER_STATS=json LIBFIBER_BLOCKED_LOAD_INTERVAL_MS=50 "
-		 "LIBFIBER_CLOCK=monotonic",
+		 "LIBFIBER_CLOCK=monotonic LIBFIBER_OFFLOAD_THREADS=8",
 		 feat);
 	expect_description(&e, want);
 

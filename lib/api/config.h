@@ -115,3 +115,10 @@ FB_CONFIG(CLOCK, ENUM, 0, 0, "auto tsc monotonic", "auto", clock, FB_CFG_NONE,
 	  "TSC), `monotonic` (`clock_gettime` through the vDSO), `auto` (the "
 	  "TSC where the kernel trusts it)",
 	  "`auto`")
+/* FB_OFFLOAD_THREADS_DEFAULT (api/offload.h) is the same number. */
+FB_CONFIG(OFFLOAD_THREADS, INT, 1, 1024, NULL, "64", offload_threads,
+	  FB_CFG_NONE,
+	  "most helper threads `fiber_offload` and `fiber_getaddrinfo` run "
+	  "blocking calls on, created on demand, gone after 10 s idle, 1 to "
+	  "1024",
+	  "`64`")

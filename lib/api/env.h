@@ -35,6 +35,7 @@ struct fb_env {
 	enum fb_stats_mode stats;
 	long blocked_load_interval_ms;
 	enum fb_clock_kind clock;
+	long offload_threads;
 };
 
 struct fb_topo;

@@ -14,6 +14,7 @@
 
 #include "api/cgroup.h"
 #include "api/env.h"
+#include "api/offload.h"
 #include "sched/sched.h"
 #include "topo/topo.h"
 
@@ -29,10 +30,12 @@ static atomic_int implicit_rc;
 static void atfork_prepare(void)
 {
 	fb_runtime_atfork(FB_ATFORK_PREPARE);
+	fb_offload_atfork(FB_ATFORK_PREPARE);
 }
 
 static void atfork_parent(void)
 {
+	fb_offload_atfork(FB_ATFORK_PARENT);
 	fb_runtime_atfork(FB_ATFORK_PARENT);
 }
 
@@ -41,6 +44,7 @@ static void atfork_child(void)
 	pthread_mutex_init(&implicit_mutex, NULL);
 	fb_store_relaxed(&implicit_rc, 0);
 	fb_env_free(&rt_env);
+	fb_offload_atfork(FB_ATFORK_CHILD);
 	fb_runtime_atfork(FB_ATFORK_CHILD);
 }
 
@@ -103,6 +107,7 @@ static int start(const struct fiber_config *config)
 		rc = fb_runtime_start(r);
 	if (rc)
 		goto fail;
+	fb_offload_configure((unsigned int)env.offload_threads);
 	rt_env = env;
 	return 0;
 fail:

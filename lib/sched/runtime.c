@@ -288,9 +288,13 @@ static long abandon_all(void)
  *     with a deadline count as blocked, so this ends at most about
  *     2 * FB_QUIET_NS plus the idle poll window after the last runnable
  *     fiber finished.
+ *     A call served outside the runtime (fb_rt_nr_outside) counts as
+ *     runnable: its fiber will be woken.
  *  2. Close the gate: creates now fail with ESHUTDOWN; wait until no
  *     foreign thread is inside (a create that got in has queued its
- *     fiber, which the workers run in step 3).
+ *     fiber, which the workers run in step 3) and no call is served
+ *     outside (one that started before the gate closed wakes its fiber,
+ *     which the workers run in step 3).
  *  3. Stop the workers: each runs what it has queued, then exits.
  *  4. Abandon the fibers still blocked (above) and report them.
  * The caller then frees the runtime (fb_runtime_free_current).
@@ -302,11 +306,15 @@ long fb_runtime_stop(void)
 	int quiet = 0;
 
 	while (fb_load_acquire(&fb_rt->nr_live) > 0 && quiet < 2) {
-		quiet = all_quiet() ? quiet + 1 : 0;
+		quiet = all_quiet() && !fb_load_acquire(&fb_rt_nr_outside) ?
+				quiet + 1 :
+				0;
 		usleep(quiet ? FB_QUIET_NS / 1000 : 1000);
 	}
 	fb_store_seqcst(&fb_rt_open, false);
 	fb_rt_wait_outside();
+	while (fb_load_seqcst(&fb_rt_nr_outside) > 0)
+		usleep(1000);
 	stop_workers(fb_rt->nr_workers);
 	fb_rt_wait_outside(); /* wakes that raced with the stop */
 	return abandon_all();
@@ -363,6 +371,7 @@ void fb_runtime_atfork(int phase)
 	fb_rt = NULL;
 	fb_store_relaxed(&fb_rt_open, false);
 	fb_store_relaxed(&fb_rt_up, false);
+	fb_store_relaxed(&fb_rt_nr_outside, 0);
 	fb_add(&fb_rt_epoch, 1);
 	fb_store_relaxed(&fb_features_mask, fb_features_default());
 	fb_rt_atfork_child();

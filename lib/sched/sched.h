@@ -627,6 +627,14 @@ extern atomic_bool fb_rt_up;
  * of an earlier runtime is never run by a later one.
  */
 extern atomic_bool fb_rt_open;
+/*
+ * Calls a fiber waits in while the work is done outside the runtime (the
+ * api layer's offload pool).  fb_runtime_stop() counts them as busy: it
+ * lets them finish before and after it closes the gate, so no such call
+ * is abandoned with a thread still about to wake it.  A caller raises it
+ * (seq_cst) before it reads fb_rt_open, and gives up if the gate is shut.
+ */
+extern atomic_long fb_rt_nr_outside;
 extern _Atomic uint64_t fb_rt_epoch;
 /* fb_rt_enter - a foreign thread enters the runtime; false if the gate is
  * closed (then it must not touch fb_rt).  Context: a thread that is not a

@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-offload.c - fiber_offload() and fiber_getaddrinfo() through the
+ * public API: a result comes back; no more functions run at once than
+ * LIBFIBER_OFFLOAD_THREADS (2 here) however many fibers call; the caller's
+ * worker runs other fibers while the function blocks (with one worker,
+ * the function waits for another fiber's progress); a cancellation finds
+ * a queued call (ECANCELED, the function never runs) or a running one (the
+ * call waits, returns the result, and the next cancellation point reports
+ * it); a thread that is not a worker runs the function itself; shutdown
+ * waits for a running call instead of abandoning its fiber; a forked
+ * child makes helpers again; and getaddrinfo's results and errors.
+ *
+ * Helper functions block on a condition the test thread releases, so
+ * every count asserted is reached by construction, not by timing.
+ */
+#include <fiber.h>
+
+#include <errno.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define NR_HELPERS 2
+
+static pthread_mutex_t gate_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static bool gate_open;
+static atomic_int running, max_running, started, submitted;
+
+static void start_runtime(unsigned int workers)
+{
+	struct fiber_config c = { 0 };
+
+	c.workers = workers;
+	assert_int_equal(fiber_init(&c), 0);
+	gate_open = false;
+	atomic_store(&running, 0);
+	atomic_store(&max_running, 0);
+	atomic_store(&started, 0);
+	atomic_store(&submitted, 0);
+}
+
+static void open_gate(void)
+{
+	pthread_mutex_lock(&gate_mutex);
+	gate_open = true;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_mutex);
+}
+
+static void wait_for(atomic_int *v, int n)
+{
+	while (atomic_load(v) < n)
+		usleep(1000);
+}
+
+/* On a helper: count itself in, wait for the gate, return @arg + 1. */
+static void *gated(void *arg)
+{
+	int now = atomic_fetch_add(&running, 1) + 1;
+	int max = atomic_load(&max_running);
+
+	while (now > max &&
+	       !atomic_compare_exchange_weak(&max_running, &max, now))
+		;
+	atomic_fetch_add(&started, 1);
+	pthread_mutex_lock(&gate_mutex);
+	while (!gate_open)
+		pthread_cond_wait(&gate_cond, &gate_mutex);
+	pthread_mutex_unlock(&gate_mutex);
+	atomic_fetch_sub(&running, 1);
+	return (void *)((intptr_t)arg + 1);
+}
+
+struct call {
+	intptr_t arg;
+	intptr_t got;
+	int rc;
+	int rc_after; /* the next cancellation point's result */
+};
+
+static void *offloader(void *p)
+{
+	struct call *c = p;
+	void *ret = (void *)-1;
+
+	atomic_fetch_add(&submitted, 1);
+	c->rc = fiber_offload(gated, (void *)c->arg, &ret);
+	c->got = (intptr_t)ret;
+	return NULL;
+}
+
+static fiber_t spawn(void *(*fn)(void *), void *arg)
+{
+	fiber_t f;
+
+	assert_int_equal(fiber_create(&f, NULL, fn, arg), 0);
+	return f;
+}
+
+static void test_offload_returns_the_result(void **state)
+{
+	struct call c = { .arg = 41 };
+	fiber_t f;
+
+	(void)state;
+	start_runtime(2);
+	open_gate();
+	f = spawn(offloader, &c);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(c.got, 42);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+#define NR_CALLERS 12
+
+static void test_offload_parallelism_is_bounded_by_the_pool(void **state)
+{
+	struct call c[NR_CALLERS];
+	fiber_t f[NR_CALLERS];
+
+	(void)state;
+	start_runtime(2);
+	for (int i = 0; i < NR_CALLERS; i++) {
+		c[i] = (struct call){ .arg = i };
+		f[i] = spawn(offloader, &c[i]);
+	}
+	wait_for(&submitted, NR_CALLERS);
+	wait_for(&started, NR_HELPERS);
+	usleep(20000); /* room for a helper above the bound to show up */
+	assert_int_equal(atomic_load(&started), NR_HELPERS);
+	open_gate();
+	for (int i = 0; i < NR_CALLERS; i++) {
+		assert_int_equal(fiber_join(f[i], NULL), 0);
+		assert_int_equal(c[i].rc, 0);
+		assert_int_equal(c[i].got, i + 1);
+	}
+	assert_int_equal(atomic_load(&max_running), NR_HELPERS);
+	assert_int_equal(atomic_load(&started), NR_CALLERS);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+/* With one worker: the helper's function waits until another fiber on
+ * that worker counted to 1000; a worker blocked in the call never would. */
+static atomic_int progress;
+
+static void *wait_progress(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&progress) < 1000)
+		usleep(100);
+	return (void *)7;
+}
+
+static void *progress_caller(void *p)
+{
+	struct call *c = p;
+	void *ret = NULL;
+
+	c->rc = fiber_offload(wait_progress, NULL, &ret);
+	c->got = (intptr_t)ret;
+	return NULL;
+}
+
+static void *counter(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&progress) < 1000) {
+		atomic_fetch_add(&progress, 1);
+		fiber_yield();
+	}
+	return NULL;
+}
+
+static void test_offload_caller_worker_runs_other_fibers(void **state)
+{
+	struct call c = { 0 };
+	fiber_t a, b;
+
+	(void)state;
+	alarm(60); /* a worker blocked in the call hangs: fail instead */
+	start_runtime(1);
+	atomic_store(&progress, 0);
+	a = spawn(progress_caller, &c);
+	b = spawn(counter, NULL);
+	assert_int_equal(fiber_join(a, NULL), 0);
+	assert_int_equal(fiber_join(b, NULL), 0);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(c.got, 7);
+	assert_int_equal(fiber_shutdown(), 0);
+	alarm(0);
+}
+
+static void *after_cancel(void *p)
+{
+	struct call *c = p;
+	fiber_sem_t s;
+
+	offloader(c);
+	fiber_sem_init(&s, 0);
+	c->rc_after = fiber_sem_wait(&s);
+	return NULL;
+}
+
+static void test_offload_cancel_takes_a_queued_call_back(void **state)
+{
+	struct call busy[NR_HELPERS], q = { .arg = 100 };
+	fiber_t fb[NR_HELPERS], fq;
+
+	(void)state;
+	start_runtime(2);
+	for (int i = 0; i < NR_HELPERS; i++) {
+		busy[i] = (struct call){ .arg = i };
+		fb[i] = spawn(offloader, &busy[i]);
+	}
+	wait_for(&started, NR_HELPERS);
+	fq = spawn(offloader, &q);
+	wait_for(&submitted, NR_HELPERS + 1);
+	usleep(10000); /* let it queue; a cancel before the call is the same */
+	assert_int_equal(fiber_cancel(fq), 0);
+	assert_int_equal(fiber_join(fq, NULL), 0);
+	assert_int_equal(q.rc, ECANCELED);
+	assert_int_equal(q.got, -1); /* *ret untouched */
+	open_gate();
+	for (int i = 0; i < NR_HELPERS; i++) {
+		assert_int_equal(fiber_join(fb[i], NULL), 0);
+		assert_int_equal(busy[i].rc, 0);
+	}
+	assert_int_equal(atomic_load(&started), NR_HELPERS); /* never ran */
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+static void test_offload_cancel_waits_for_a_running_call(void **state)
+{
+	struct call c = { .arg = 5 };
+	fiber_t f;
+
+	(void)state;
+	start_runtime(2);
+	f = spawn(after_cancel, &c);
+	wait_for(&started, 1);
+	assert_int_equal(fiber_cancel(f), 0);
+	usleep(10000); /* the caller sees the cancellation first */
+	open_gate();
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(c.got, 6);
+	assert_int_equal(c.rc_after, ECANCELED); /* kept for the next point */
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+static void *whoami(void *arg)
+{
+	(void)arg;
+	return (void *)pthread_self();
+}
+
+static void test_offload_from_a_thread_runs_inline(void **state)
+{
+	void *ret = NULL;
+
+	(void)state;
+	assert_int_equal(fiber_offload(whoami, NULL, &ret), 0);
+	assert_true(pthread_equal((pthread_t)ret, pthread_self()));
+	assert_int_equal(fiber_offload(NULL, NULL, &ret), EINVAL);
+	start_runtime(1);
+	assert_int_equal(fiber_offload(whoami, NULL, &ret), 0);
+	assert_true(pthread_equal((pthread_t)ret, pthread_self()));
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+/* Shutdown while a call runs: the caller is not abandoned (EBUSY), it
+ * gets its result. */
+static void *slow(void *arg)
+{
+	atomic_fetch_add(&started, 1);
+	usleep(200000);
+	return arg;
+}
+
+static void *slow_caller(void *p)
+{
+	struct call *c = p;
+	void *ret = NULL;
+
+	c->rc = fiber_offload(slow, (void *)c->arg, &ret);
+	c->got = (intptr_t)ret;
+	return NULL;
+}
+
+static void test_offload_shutdown_waits_for_running_calls(void **state)
+{
+	struct call c = { .arg = 9, .rc = -1 };
+	fiber_attr_t attr;
+	fiber_t f;
+
+	(void)state;
+	start_runtime(2);
+	fiber_attr_init(&attr);
+	fiber_attr_setdetachstate(&attr, FIBER_CREATE_DETACHED);
+	assert_int_equal(fiber_create(&f, &attr, slow_caller, &c), 0);
+	fiber_attr_destroy(&attr);
+	wait_for(&started, 1);
+	assert_int_equal(fiber_shutdown(), 0);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(c.got, 9);
+}
+
+static void *plain(void *arg)
+{
+	return arg;
+}
+
+static void *plain_caller(void *p)
+{
+	struct call *c = p;
+	void *ret = NULL;
+
+	c->rc = fiber_offload(plain, (void *)c->arg, &ret);
+	c->got = (intptr_t)ret;
+	return NULL;
+}
+
+static int child_offloads(void)
+{
+	struct call c = { .arg = 3, .rc = -1 };
+	fiber_t f;
+
+	alarm(20);
+	if (fiber_create(&f, NULL, plain_caller, &c) || fiber_join(f, NULL))
+		return 10;
+	if (c.rc != 0 || c.got != 3)
+		return 11;
+	return fiber_shutdown() ? 12 : 0;
+}
+
+static void test_offload_fork_child_makes_new_helpers(void **state)
+{
+	struct call c = { .arg = 1 };
+	fiber_t f;
+	pid_t pid;
+	int st;
+
+	(void)state;
+	start_runtime(2);
+	f = spawn(plain_caller, &c); /* the parent has helpers now */
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(c.rc, 0);
+#if !defined(__SANITIZE_THREAD__)
+	pid = fork();
+	if (pid == 0)
+		_exit(child_offloads());
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+#endif
+	(void)pid;
+	(void)st;
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+struct gai {
+	const char *node;
+	int rc, family, err;
+};
+
+static void *resolver(void *p)
+{
+	struct gai *g = p;
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST,
+				  .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+
+	g->rc = fiber_getaddrinfo(g->node, "80", &hints, &res);
+	if (!g->rc) {
+		g->family = res->ai_family;
+		freeaddrinfo(res);
+	}
+	if (fiber_getaddrinfo("127.0.0.1", "80", &hints, NULL) == EAI_SYSTEM)
+		g->err = errno;
+	return NULL;
+}
+
+static void test_getaddrinfo_results_and_errors(void **state)
+{
+	struct gai a = { "127.0.0.1" }, b = { "::1" }, c = { "no such" };
+	fiber_t f[3];
+
+	(void)state;
+	start_runtime(2);
+	f[0] = spawn(resolver, &a);
+	f[1] = spawn(resolver, &b);
+	f[2] = spawn(resolver, &c);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(fiber_join(f[i], NULL), 0);
+	assert_int_equal(a.rc, 0);
+	assert_int_equal(a.family, AF_INET);
+	assert_int_equal(b.rc, 0);
+	assert_int_equal(b.family, AF_INET6);
+	assert_int_equal(c.rc, EAI_NONAME);
+	assert_int_equal(a.err, EINVAL);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_offload_returns_the_result),
+		cmocka_unit_test(
+			test_offload_parallelism_is_bounded_by_the_pool),
+		cmocka_unit_test(test_offload_caller_worker_runs_other_fibers),
+		cmocka_unit_test(test_offload_cancel_takes_a_queued_call_back),
+		cmocka_unit_test(test_offload_cancel_waits_for_a_running_call),
+		cmocka_unit_test(test_offload_from_a_thread_runs_inline),
+		cmocka_unit_test(test_offload_shutdown_waits_for_running_calls),
+		cmocka_unit_test(test_offload_fork_child_makes_new_helpers),
+		cmocka_unit_test(test_getaddrinfo_results_and_errors),
+	};
+
+	setenv("LIBFIBER_OFFLOAD_THREADS", "2", 1);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
