@@ -44,7 +44,11 @@ struct arg {
 struct out {
 	char *p;
 	size_t len, cap;
+	bool oom; /* a reply was lost: the connection must end */
 };
+
+#define OUT_FLUSH 65536 /* write replies out once this much is pending */
+#define OOM "-OOM out of memory\r\n"
 
 static uint64_t hash(const char *p, size_t n)
 {
@@ -68,11 +72,18 @@ static struct ent **find(struct shard *s, uint64_t h, const struct arg *k)
 
 static void put(struct out *o, const void *p, size_t n)
 {
+	if (o->oom)
+		return;
 	if (o->len + n > o->cap) {
-		o->cap = (o->len + n) * 2;
-		o->p = realloc(o->p, o->cap);
-		if (!o->p)
-			abort();
+		size_t cap = (o->len + n) * 2;
+		char *q = realloc(o->p, cap);
+
+		if (!q) {
+			o->oom = true;
+			return;
+		}
+		o->p = q;
+		o->cap = cap;
 	}
 	memcpy(o->p + o->len, p, n);
 	o->len += n;
@@ -91,7 +102,7 @@ static bool is(const struct arg *a, const char *name)
 	return a->n == strlen(name) && !strncasecmp(a->p, name, a->n);
 }
 
-/* incr - @v + 1 as a new decimal string; false if @v is no integer. */
+/* incr - @e's value + 1 in *@res; false if it is no integer. */
 static bool incr(struct ent *e, long long *res)
 {
 	char b[32], *end;
@@ -106,10 +117,19 @@ static bool incr(struct ent *e, long long *res)
 	if (*end || errno || v == LLONG_MAX)
 		return false;
 	*res = v + 1;
-	free(e->val);
-	e->val = malloc(32);
-	e->vlen = (size_t)snprintf(e->val, 32, "%lld", *res);
 	return true;
+}
+
+/* create - a new empty entry for @k, or NULL without memory. */
+static struct ent *create(const struct arg *k)
+{
+	struct ent *e = calloc(1, sizeof(*e) + k->n);
+
+	if (e) {
+		memcpy(e->key, k->p, k->n);
+		e->klen = k->n;
+	}
+	return e;
 }
 
 /* run - one command on the store, its answer appended to @o. */
@@ -143,19 +163,21 @@ static void run(struct arg *a, int n, struct out *o)
 	} else if (is(&a[0], "SET") && n == 3) {
 		char *val = malloc(a[2].n + 1);
 
-		memcpy(val, a[2].p, a[2].n);
+		if (val)
+			memcpy(val, a[2].p, a[2].n);
 		fiber_mutex_lock(&s->lock);
 		slot = find(s, h, &a[1]);
-		if (!*slot) {
-			*slot = calloc(1, sizeof(**slot) + a[1].n);
-			memcpy((*slot)->key, a[1].p, a[1].n);
-			(*slot)->klen = a[1].n;
+		if (val && (*slot || (*slot = create(&a[1])))) {
+			free((*slot)->val);
+			(*slot)->val = val;
+			(*slot)->vlen = a[2].n;
+			val = NULL;
+			put(o, "+OK\r\n", 5);
+		} else {
+			put(o, OOM, strlen(OOM));
 		}
-		free((*slot)->val);
-		(*slot)->val = val;
-		(*slot)->vlen = a[2].n;
 		fiber_mutex_unlock(&s->lock);
-		put(o, "+OK\r\n", 5);
+		free(val);
 	} else if (is(&a[0], "DEL") && n >= 2) {
 		for (int i = 1; i < n; i++) {
 			h = hash(a[i].p, a[i].n);
@@ -172,22 +194,25 @@ static void run(struct arg *a, int n, struct out *o)
 		}
 		putn(o, ':', del);
 	} else if (is(&a[0], "INCR") && n == 2) {
+		char *val = malloc(32);
+
 		fiber_mutex_lock(&s->lock);
 		slot = find(s, h, &a[1]);
-		if (!*slot) {
-			*slot = calloc(1, sizeof(**slot) + a[1].n);
-			memcpy((*slot)->key, a[1].p, a[1].n);
-			(*slot)->klen = a[1].n;
-			(*slot)->val = strdup("0");
-			(*slot)->vlen = 1;
-		}
-		if (incr(*slot, &v))
+		if (!val || (!*slot && !(*slot = create(&a[1])))) {
+			put(o, OOM, strlen(OOM));
+		} else if (!(*slot)->val ? (v = 1, true) : incr(*slot, &v)) {
+			free((*slot)->val);
+			(*slot)->val = val;
+			(*slot)->vlen = (size_t)snprintf(val, 32, "%lld", v);
+			val = NULL;
 			putn(o, ':', v);
-		else
+		} else {
 			put(o,
 			    "-ERR value is not an integer or out of range\r\n",
 			    46);
+		}
 		fiber_mutex_unlock(&s->lock);
+		free(val);
 	} else if (is(&a[0], "CONFIG") && n == 3) { /* GET x: "x" is "" */
 		put(o, "*2\r\n", 4);
 		putn(o, '$', (long long)a[2].n);
@@ -267,7 +292,7 @@ static void *serve(void *arg)
 	struct arg a[MAX_ARGS];
 	size_t have = 0, cap = 16384;
 	char *buf = malloc(cap);
-	long used;
+	long used = 0;
 	ssize_t r;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -285,9 +310,20 @@ static void *serve(void *arg)
 				goto out;
 			}
 			run(a, n, &o);
+			if (o.oom)
+				goto out;
+			if (o.len >=
+			    OUT_FLUSH) { /* bound a pipeline's replies */
+				if (fiber_write(fd, o.p, o.len) !=
+				    (ssize_t)o.len)
+					goto out;
+				o.len = 0;
+			}
 		}
 		if (used < 0)
 			put(&o, "-ERR Protocol error\r\n", 21);
+		if (o.oom)
+			break;
 		if (o.len && fiber_write(fd, o.p, o.len) != (ssize_t)o.len)
 			break;
 		if (used < 0)

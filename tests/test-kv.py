@@ -11,6 +11,12 @@ read back from its "listening on" line), then:
   print no error;
 - SET, INCR, GET and DEL pipelined in one write are answered in order in
   one reply stream;
+- INCR of a missing key gives 1, and a value that grows a digit
+  ("9" -> "10") is stored whole;
+- 400 pipelined GETs of a 100 KiB value (40 MiB of replies to one
+  2.4 KiB write) are all answered, while the server's peak memory
+  (VmHWM) grows by less than 16 MiB: replies are written out as they
+  accumulate, so a hostile pipeline cannot make the server hold them all;
 - a malformed request gets "-ERR Protocol error" and its connection is
   closed, while the server keeps answering others.
 Then SIGINT must stop it with exit status 0.  Exit 77 (skip) when
@@ -47,17 +53,24 @@ def start():
 def exchange(port, data, want):
     s = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
     s.sendall(data)
-    got = b""
+    got = bytearray()
     while len(got) < len(want):
-        chunk = s.recv(65536)
+        chunk = s.recv(1 << 20)
         if not chunk:
             break
         got += chunk
+    got = bytes(got)
     rest = s.recv(65536) if got == want and b"Protocol" in want else b""
     s.close()
     if got != want:
         raise AssertionError("sent %r, got %r, want %r" % (data, got, want))
     return rest
+
+
+def hwm(pid):
+    with open("/proc/%d/status" % pid) as f:
+        m = re.search(r"^VmHWM:\s+(\d+) kB", f.read(), re.M)
+    return int(m.group(1)) * 1024
 
 
 def main():
@@ -91,6 +104,19 @@ def main():
                  b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"
                  b"*2\r\n$3\r\nDEL\r\n$1\r\nk\r\nGET k\r\n",
                  b"+OK\r\n:42\r\n$2\r\n42\r\n:1\r\n$-1\r\n")
+        exchange(port,
+                 b"INCR fresh\r\nSET n 9\r\nINCR n\r\nGET n\r\n",
+                 b":1\r\n+OK\r\n:10\r\n$2\r\n10\r\n")
+        big = b"v" * 102400
+        exchange(port, b"*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$%d\r\n%s\r\n"
+                 % (len(big), big), b"+OK\r\n")
+        before = hwm(proc.pid)
+        one = b"$%d\r\n%s\r\n" % (len(big), big)
+        exchange(port, b"GET big\r\n" * 400, one * 400)
+        grown = hwm(proc.pid) - before
+        if grown >= 16 << 20:
+            raise AssertionError("400 pipelined GETs grew VmHWM by %d bytes"
+                                 % grown)
         for bad in (b"*2\r\n$-1\r\n", b"*1\r\n$3\r\nGETX\r\n",
                     b"*99999999999\r\n", b"*1\r\n:3\r\n"):
             rest = exchange(port, bad, b"-ERR Protocol error\r\n")
