@@ -151,6 +151,12 @@ static void test_stack_unguarded_stacks_share_mappings(void **state)
 	int st;
 
 	(void)state;
+#ifdef __SANITIZE_THREAD__
+	/* ThreadSanitizer keeps a thread context and mappings of its own per
+	 * fiber, and stops at 8,128 of them: nothing here to count. */
+	fprintf(stderr, "# not under ThreadSanitizer\n");
+	return;
+#endif
 	st = run(mappings_child, "0", 10000, 100, err, sizeof(err));
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
