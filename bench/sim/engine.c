@@ -46,12 +46,11 @@
 #define CHUNK (1 << CHUNK_BITS)
 
 enum ev_type {
-	EV_SEG_END,	/* the running segment of worker id is done */
-	EV_IDLE,	/* worker id runs its idle loop (noticed or woke) */
-	EV_POLL_END,	/* worker id's poll window is over */
-	EV_POLL_CHECK,	/* legacy idle path: victim_exists() while polling */
-	EV_TIMER,	/* a timer of worker id is due */
-	EV_END,		/* --duration-ms is over */
+	EV_SEG_END,    /* the running segment of worker id is done */
+	EV_IDLE,       /* worker id runs its idle loop (noticed or woke) */
+	EV_POLL_END,   /* worker id's poll window is over */
+	EV_POLL_CHECK, /* legacy idle path: victim_exists() while polling */
+	EV_END,	       /* --duration-ms is over */
 };
 
 struct sim_event {
@@ -114,10 +113,10 @@ void sim_finish(struct sim *s)
 
 /* The counters of the acting worker (@w < 0: the foreign row). */
 static struct sim_counters foreign_cnt;
-#define COUNT(s, w, name)                                                      \
+#define COUNT(sim, who, name)                                                  \
 	do {                                                                   \
-		if ((w) >= 0)                                                  \
-			(s)->w[(w)].cnt.name++;                                \
+		if ((who) >= 0)                                                \
+			(sim)->w[(who)].cnt.name++;                            \
 		else                                                           \
 			foreign_cnt.name++;                                    \
 	} while (0)
@@ -174,8 +173,9 @@ static void ev_push(struct sim *s, uint64_t t, int type, int id, uint64_t gen)
 		}
 	}
 	i = s->nr_heap++;
-	s->heap[i] = (struct sim_event){ .t = t, .seq = s->seq++, .gen = gen,
-					 .type = type, .id = id };
+	s->heap[i] = (struct sim_event){
+		.t = t, .seq = s->seq++, .gen = gen, .type = type, .id = id
+	};
 	while (i > 0) {
 		size_t p = (i - 1) / 2;
 		struct sim_event tmp;
@@ -339,6 +339,7 @@ static void set_mode(struct sim *s, int w, enum sim_wmode m)
 	struct sim_worker *x = &s->w[w];
 	bool was = x->mode == SW_RUN;
 
+	s->nr_sleeping += (m == SW_SLEEP) - (x->mode == SW_SLEEP);
 	x->mode = m;
 	x->gen++;
 	if (was && m != SW_RUN) {
@@ -347,7 +348,7 @@ static void set_mode(struct sim *s, int w, enum sim_wmode m)
 				      0;
 		core_changed(s, w);
 	} else if (!was && m == SW_RUN) {
-		x->busy_since = s->cursor;
+		x->busy_since = s->now; /* the handler's work counts */
 		core_changed(s, w);
 	}
 }
@@ -381,7 +382,8 @@ static void remove_share(struct sim *s, int self, struct sim_fiber *f, int old)
 	uint64_t t = fb_pelt_last_update(&o->avg);
 
 	if (t > share.last_update)
-		fb_pelt_update(&share, t, f->pf.weight, f->pf.avg_queued, false);
+		fb_pelt_update(&share, t, f->pf.weight, f->pf.avg_queued,
+			       false);
 	fb_pelt_remove(&o->removed, &share);
 	COUNT(s, self, pelt_migrations);
 }
@@ -417,16 +419,16 @@ static void pelt_enter(struct sim *s, int w, struct sim_fiber *next,
 		pelt_attach(s, w, next, now);
 		return;
 	}
-	fb_pelt_update(&next->pf.avg, now, next->pf.weight,
-		       next->pf.avg_queued, false);
+	fb_pelt_update(&next->pf.avg, now, next->pf.weight, next->pf.avg_queued,
+		       false);
 }
 
 /* ---- waking workers (sched/core.c) ----------------------------------------- */
 
 static void idle_at(struct sim *s, int t, uint64_t when)
 {
-	s->w[t].mode = SW_WAKE;
-	ev_push(s, when, EV_IDLE, t, ++s->w[t].gen);
+	set_mode(s, t, SW_WAKE);
+	ev_push(s, when, EV_IDLE, t, s->w[t].gen);
 }
 
 /*
@@ -455,15 +457,6 @@ static void wake_worker(struct sim *s, int t, int this)
 	COUNT(s, this, poll_wakes);
 	idle_at(s, t,
 		s->cursor + (uint64_t)(line(s, this, t) + s->c.poll_pause_ns));
-}
-
-static int nr_sleepers(struct sim *s)
-{
-	int n = 0;
-
-	for (int i = 0; i < s->n; i++)
-		n += s->w[i].mode == SW_SLEEP;
-	return n;
 }
 
 /* kick_idle - a backlog on @t while some worker sleeps: wake an idle one. */
@@ -555,7 +548,7 @@ static void enqueue(struct sim *s, struct sim_fiber *f, int t, int this)
 		COUNT(s, this, direct_enqueues);
 		wake_worker(s, t, this);
 	}
-	if (nr >= 3 && nr_sleepers(s) > 0)
+	if (nr >= 3 && s->nr_sleeping > 0)
 		kick_idle(s, t, this);
 }
 
@@ -658,12 +651,12 @@ static void wake(struct sim *s, struct sim_fiber *waker, struct sim_fiber *f,
 			s->cursor = f->off_worker_at;
 	}
 	prev = f->pf.prev;
-	t = fb_place_select_wake(&s->v, &f->pf, waker ? &waker->pf : NULL,
-				 this, flags, s->cursor, &res);
+	t = fb_place_select_wake(&s->v, &f->pf, waker ? &waker->pf : NULL, this,
+				 flags, s->cursor, &res);
 	sim_charge(s, s->c.select_ns);
 	if (res.probes)
 		sim_charge(s, res.probes * (this >= 0 ? line(s, this, t) :
-						       s->c.line[SIM_D_LLC]));
+							s->c.line[SIM_D_LLC]));
 	count_wake(s, this, &res);
 	if (fb_worker_is_idle(pw_of(s, t))) {
 		s->st.wakes_idle_worker++;
@@ -696,9 +689,11 @@ static struct sim_fiber *fiber_alloc(struct sim *s)
 	} else {
 		id = s->nr_fibers++;
 		if ((id >> CHUNK_BITS) >= s->nr_chunks) {
-			s->chunk = realloc(s->chunk, (size_t)(s->nr_chunks + 1) *
-							     sizeof(*s->chunk));
-			s->chunk[s->nr_chunks] = calloc(CHUNK, sizeof(**s->chunk));
+			s->chunk =
+				realloc(s->chunk, (size_t)(s->nr_chunks + 1) *
+							  sizeof(*s->chunk));
+			s->chunk[s->nr_chunks] =
+				calloc(CHUNK, sizeof(**s->chunk));
 			if (!s->chunk[s->nr_chunks]) {
 				fprintf(stderr, "fiber-sim: out of memory\n");
 				exit(1);
@@ -727,6 +722,11 @@ static void fiber_free(struct sim *s, struct sim_fiber *f)
 	f->state = SF_FREE;
 	f->link = s->free_fiber;
 	s->free_fiber = f->id;
+}
+
+void sim_fiber_release(struct sim *s, struct sim_fiber *f)
+{
+	fiber_free(s, f);
 }
 
 struct sim_fiber *sim_create(struct sim *s, struct sim_fiber *parent,
@@ -776,8 +776,8 @@ static void timer_arm(struct sim *s, int w, struct sim_fiber *f, uint64_t at)
 		x->timers = realloc(x->timers,
 				    (size_t)x->cap_timers * sizeof(*x->timers));
 	}
-	x->timers[x->nr_timers++] = (struct sim_timer){ .at = at, .fiber = f->id };
-	ev_push(s, at, EV_TIMER, w, 0);
+	x->timers[x->nr_timers++] =
+		(struct sim_timer){ .at = at, .fiber = f->id };
 }
 
 static uint64_t timer_next(struct sim *s, int w)
@@ -815,7 +815,6 @@ static void timers_run(struct sim *s, int w)
 
 /* The balancing operation in progress: the acting worker and its clock. */
 static uint64_t bal_now, bal_tick;
-static int bal_kind_cost = -1;
 static int steal_victim = -1;
 
 static int level_of(const struct fb_domain *d)
@@ -887,8 +886,7 @@ static double reads(struct sim *s, const struct fb_domain *d)
 	return ns;
 }
 
-static int detach(struct sim *s, struct fb_lb_env *env,
-		  struct sim_fiber **out)
+static int detach(struct sim *s, struct fb_lb_env *env, struct sim_fiber **out)
 {
 	struct fb_lb_candidate cand[FB_LB_NR_MIGRATE + 1];
 	struct sim_fiber *fl[FB_LB_NR_MIGRATE + 1];
@@ -898,8 +896,9 @@ static int detach(struct sim *s, struct fb_lb_env *env,
 	for (int id = src->rq_head; id >= 0 && k < FB_LB_NR_MIGRATE;) {
 		struct sim_fiber *f = sim_fiber(s, id);
 
-		cand[k] = (struct fb_lb_candidate){ .pf = &f->pf,
-						    .running = on_worker(s, f) };
+		cand[k] =
+			(struct fb_lb_candidate){ .pf = &f->pf,
+						  .running = on_worker(s, f) };
 		fl[k++] = f;
 		id = f->link;
 	}
@@ -997,7 +996,8 @@ static int op_balance(void *arg, int dst, struct fb_domain *d,
 		push_request(s, &env);
 	for (int i = 0; i < n; i++) {
 		COUNT(s, acting, lb_pulled);
-		sim_trace_event(s, "pull", dst, moved[i]->id, env.src, d->level);
+		sim_trace_event(s, "pull", dst, moved[i]->id, env.src,
+				d->level);
 	}
 	s->w[acting].nr_pulled[lv] += (uint32_t)n;
 	s->st.lb_pulled_by_kind[kind] += (uint64_t)n;
@@ -1094,8 +1094,8 @@ static bool balance_idle(struct sim *s, int w)
 	}
 	bal_enter(s);
 	flags = fb_load_relaxed(&p->kick_flags) & FB_KICK_MASK;
-	fb_store_relaxed(&p->kick_flags,
-			 fb_load_relaxed(&p->kick_flags) & ~(unsigned)FB_KICK_MASK);
+	fb_store_relaxed(&p->kick_flags, fb_load_relaxed(&p->kick_flags) &
+						 ~(unsigned)FB_KICK_MASK);
 	if (flags)
 		kicked(s, w, flags);
 	steal_victim = -1;
@@ -1135,9 +1135,9 @@ static void balance_idle_exit(struct sim *s, int w)
 	}
 	stamp = fb_load_relaxed(&p->idle_stamp);
 	if (stamp && s->cursor > stamp)
-		p->avg_idle = fb_pelt_avg_idle_update(
-			p->avg_idle, s->cursor - stamp,
-			p->max_idle_balance_cost);
+		p->avg_idle = fb_pelt_avg_idle_update(p->avg_idle,
+						      s->cursor - stamp,
+						      p->max_idle_balance_cost);
 	fb_store_relaxed(&p->idle_stamp, 0);
 	sample(s, w, s->cursor, false);
 	fb_store_relaxed(&p->avg_busy, true);
@@ -1190,7 +1190,7 @@ static void reap(struct sim *s, int w, struct sim_fiber *f)
 		f->joiner = -1;
 		wake(s, cur, j, 0);
 	}
-	if (f->obj == NULL && f->kind >= 0)
+	if (f->detached)
 		fiber_free(s, f);
 }
 
@@ -1236,12 +1236,17 @@ static void switch_to(struct sim *s, int w, struct sim_fiber *next)
 		int d = sim_dist(s, old, w);
 
 		s->st.migrations[d]++;
-		if (s->c.refill_mlp > 0 && next->c > 0)
-			next->refill += (double)next->c * 1024 / 64 *
-					s->c.line[d] / s->c.refill_mlp;
+		/* its working set's lines, from the old worker's caches */
+		if (s->c.refill_mlp > 0 && next->ws_kb > 0)
+			next->refill += next->ws_kb * 1024 / 64 * s->c.line[d] /
+					s->c.refill_mlp;
 	}
 	next->pf.prev = w;
 	x->curr = next->id;
+	/* A waker's step may run ahead of this worker's clock: the fiber is
+	 * there only from the moment it was handed over. */
+	if (next->wake_ns > s->cursor)
+		s->cursor = next->wake_ns;
 	COUNT(s, w, switches);
 	sim_charge(s, s->c.switch_ns);
 	if (next->lat_pending) {
@@ -1292,14 +1297,16 @@ picked:
 		return prev;
 	}
 	x->migrating = mode == M_MIGRATE;
-	if (next) {
-		switch_to(s, w, next);
-	} else {
-		x->curr = -1;
-		sim_charge(s, s->c.switch_ns);
-	}
-	if (mode != M_EXIT && mode != M_YIELD && mode != M_MIGRATE)
+	if (mode == M_PARK)
 		prev->worker = -1;
+	if (!next) {
+		/* to the idle stack: the idle loop finishes the switch */
+		x->curr = -1;
+		x->prev_switch = prev->id;
+		sim_charge(s, s->c.switch_ns);
+		return NULL;
+	}
+	switch_to(s, w, next);
 	finish_switch(s, w, prev);
 	return next;
 }
@@ -1437,9 +1444,12 @@ static void poll_start(struct sim *s, int w)
  */
 static struct sim_fiber *idle_loop(struct sim *s, int w)
 {
+	struct sim_worker *x = &s->w[w];
 	struct sim_fiber *next;
 
-	tick_maybe(s, w);
+	next = x->prev_switch >= 0 ? sim_fiber(s, x->prev_switch) : NULL;
+	x->prev_switch = -1;
+	finish_switch(s, w, next);
 	next = pick_idle(s, w);
 	if (!next && balance_idle(s, w))
 		next = pick_idle(s, w);
@@ -1459,7 +1469,8 @@ static struct sim_fiber *idle_loop(struct sim *s, int w)
 
 /* ---- running fibers ------------------------------------------------------------------ */
 
-static void start_segment(struct sim *s, int w, struct sim_fiber *f, double work)
+static void start_segment(struct sim *s, int w, struct sim_fiber *f,
+			  double work)
 {
 	struct sim_worker *x = &s->w[w];
 
@@ -1470,8 +1481,8 @@ static void start_segment(struct sim *s, int w, struct sim_fiber *f, double work
 	f->left = work > 0 ? work : 0;
 	f->seg_start = s->cursor;
 	f->rate = speed_of(s, w);
-	ev_push(s, s->cursor + (uint64_t)ceil(f->left / f->rate), EV_SEG_END,
-		w, x->gen);
+	ev_push(s, s->cursor + (uint64_t)ceil(f->left / f->rate), EV_SEG_END, w,
+		x->gen);
 }
 
 /*
@@ -1495,6 +1506,13 @@ static void run(struct sim *s, int w)
 				return;
 		}
 		f = sim_fiber(s, x->curr);
+		/* Each step runs at an event of its own time: what it does
+		 * becomes visible to the other workers then, not at the time
+		 * this handler started. */
+		if (s->cursor > s->now) {
+			start_segment(s, w, f, 0);
+			return;
+		}
 		a = f->step(s, f);
 		if (s->stop)
 			return;
@@ -1506,8 +1524,9 @@ static void run(struct sim *s, int w)
 		case SIM_YIELD:
 			next = yield(s, w, f, &switched);
 			if (!switched && ++spins > 1000000) {
-				fprintf(stderr, "fiber-sim: fiber %d yields "
-						"without computing\n",
+				fprintf(stderr,
+					"fiber-sim: fiber %d yields "
+					"without computing\n",
 					f->id);
 				exit(1);
 			}
@@ -1581,6 +1600,7 @@ static void idle_sleep(struct sim *s, int w)
 	return;
 out:
 	fb_store_relaxed(&p->state, FB_WS_RUNNING);
+	set_mode(s, w, SW_WAKE);
 	timers_run(s, w);
 	run(s, w);
 }
@@ -1598,7 +1618,6 @@ static void on_idle(struct sim *s, int w)
 		s->poller_held = -1;
 	}
 	fb_store_relaxed(&pw_of(s, w)->state, FB_WS_RUNNING);
-	x->mode = SW_WAKE;
 	timers_run(s, w);
 	run(s, w);
 }
@@ -1611,22 +1630,12 @@ static void on_poll_check(struct sim *s, int w)
 	if (victim_search(s, w) >= 0) {
 		COUNT(s, w, idle_polls_found);
 		fb_store_relaxed(&pw_of(s, w)->state, FB_WS_RUNNING);
-		x->mode = SW_WAKE;
+		set_mode(s, w, SW_WAKE);
 		run(s, w);
 		return;
 	}
 	ev_push(s, s->cursor + (uint64_t)s->c.victim_check_ns, EV_POLL_CHECK, w,
 		x->gen);
-}
-
-static void on_timer(struct sim *s, int w)
-{
-	struct sim_worker *x = &s->w[w];
-
-	/* Polling: the window ends at the deadline (its EV_POLL_END); asleep:
-	 * the bounded sleep ends (its EV_IDLE); busy: the next tick fires
-	 * it.  Nothing to do here unless the worker waits for nothing. */
-	(void)x;
 }
 
 static void dispatch(struct sim *s, const struct sim_event *e)
@@ -1640,10 +1649,6 @@ static void dispatch(struct sim *s, const struct sim_event *e)
 		return;
 	}
 	x = &s->w[e->id];
-	if (e->type == EV_TIMER) {
-		on_timer(s, e->id);
-		return;
-	}
 	if (e->gen != x->gen)
 		return;
 	switch (e->type) {
@@ -1742,24 +1747,20 @@ int sim_open(struct sim *s, const struct sim_opts *o, char *err, size_t errlen)
 				break;
 			x->thread++;
 		}
-		x->curr = x->runnext = -1;
+		x->curr = x->runnext = x->prev_switch = -1;
 		x->rq_head = x->rq_tail = x->wl_head = -1;
 		x->migrate_to = -1;
 		x->push_fiber = -1;
 		x->busy = true;
 		x->mode = SW_WAKE;
-		x->speed = pu->kind < 1 && fb_topo_pu(s->topo, 0) &&
-					   s->view->prio[i] / 65536 <
-						   s->view->prio[0] / 65536 ?
-				   s->c.little_speed :
-				   1.0;
 	}
 	/* CPU kinds: every worker below the highest kind runs slower. */
 	{
 		int top = 0;
 
 		for (int i = 0; i < s->n; i++)
-			if (fb_topo_pu(s->topo, i % s->view->nr_pus)->kind > top)
+			if (fb_topo_pu(s->topo, i % s->view->nr_pus)->kind >
+			    top)
 				top = fb_topo_pu(s->topo, i % s->view->nr_pus)
 					      ->kind;
 		for (int i = 0; i < s->n; i++)
@@ -1845,4 +1846,24 @@ void sim_close(struct sim *s)
 	fb_topo_view_free(s->view);
 	fb_topo_close(s->topo);
 	memset(s, 0, sizeof(*s));
+}
+
+void sim_dump(struct sim *s, FILE *out);
+void sim_dump(struct sim *s, FILE *out)
+{
+	for (int i = 0; i < s->n; i++) {
+		struct sim_worker *x = &s->w[i];
+
+		fprintf(out,
+			"w%d mode %d state %u curr %d runnext %d rq %d wl %d nr %d gen %llu\n",
+			i, x->mode, fb_load_relaxed(&s->pw[i].state), x->curr,
+			x->runnext, x->rq_head, x->wl_head, nr_running(s, i),
+			(unsigned long long)x->gen);
+	}
+	for (int i = 0; i < s->nr_fibers; i++) {
+		struct sim_fiber *f = sim_fiber(s, i);
+
+		fprintf(out, "f%d state %d worker %d pc %d kind %d\n", i,
+			f->state, f->worker, f->pc, f->kind);
+	}
 }

@@ -31,10 +31,10 @@
 
 /* Mirrors of the scheduler's constants (sched/sched.h); mirror.c checks
  * at compile time that they agree. */
-#define SIM_TICK_SWITCHES 64	 /* FB_TICK_SWITCHES */
-#define SIM_TICK_NS 1000000ull	 /* FB_TICK_NS */
-#define SIM_RUNNEXT_STREAK 64	 /* FB_RUNNEXT_STREAK */
-#define SIM_BAL_LEVELS 8	 /* FB_BAL_LEVELS */
+#define SIM_TICK_SWITCHES 64   /* FB_TICK_SWITCHES */
+#define SIM_TICK_NS 1000000ull /* FB_TICK_NS */
+#define SIM_RUNNEXT_STREAK 64  /* FB_RUNNEXT_STREAK */
+#define SIM_BAL_LEVELS 8       /* FB_BAL_LEVELS */
 #define SIM_WF_SYNC FB_PLACE_WF_SYNC
 #define SIM_MAX_WORKERS FB_MAX_WORKERS
 
@@ -59,30 +59,30 @@ enum sim_dist {
  * table with each value's provenance, which --help prints.
  */
 struct sim_cost {
-	double line[SIM_D_NR];	/* one cache-line transfer, by distance */
-	double switch_ns;	/* a fiber switch with schedule()'s path */
-	double select_ns;	/* fb_place_select_wake() besides its probes */
-	double pipe_op_ns;	/* one fiber_pipe read or write, local */
-	double sem_op_ns;	/* one fiber_sem post or wait, local */
-	double futex_wake_ns;	/* the waker's FUTEX_WAKE (or eventfd) call */
-	double sleep_exit_ns;	/* a woken sleeper: wake to running */
-	double poll_pause_ns;	/* the poll loop's granularity */
-	double drain_ns;	/* a wakelist drain: lock and unlock */
-	double drain_fiber_ns;	/* ... per fiber queued */
-	double create_ns;	/* fiber_create on the creator */
-	double exit_ns;		/* a fiber's exit and reap */
-	double lb_base_ns;	/* one balance() besides reading workers */
+	double line[SIM_D_NR]; /* one cache-line transfer, by distance */
+	double switch_ns;      /* a fiber switch with schedule()'s path */
+	double select_ns;      /* fb_place_select_wake() besides its probes */
+	double pipe_op_ns;     /* one fiber_pipe read or write, local */
+	double sem_op_ns;      /* one fiber_sem post or wait, local */
+	double futex_wake_ns;  /* the waker's FUTEX_WAKE (or eventfd) call */
+	double sleep_exit_ns;  /* a woken sleeper: wake to running */
+	double poll_pause_ns;  /* the poll loop's granularity */
+	double drain_ns;       /* a wakelist drain: lock and unlock */
+	double drain_fiber_ns; /* ... per fiber queued */
+	double create_ns;      /* fiber_create on the creator */
+	double exit_ns;	       /* a fiber's exit and reap */
+	double lb_base_ns;     /* one balance() besides reading workers */
 	double blocked_update_ns; /* one decay of a worker's blocked load */
-	double refill_mlp;	/* cache misses in flight during a refill */
-	double smt_speed[5];	/* per-thread speed, index = busy threads
+	double refill_mlp;	  /* cache misses in flight during a refill */
+	double smt_speed[5];	  /* per-thread speed, index = busy threads
 				   (or the highest busy thread + 1) */
-	double smt_by_index;	/* 1: a core's mode is set by its highest
+	double smt_by_index;	  /* 1: a core's mode is set by its highest
 				   busy thread (POWER7), 0: by how many */
-	double little_speed;	/* speed of a worker of a lower CPU kind */
-	double poll_us;		/* LIBFIBER_IDLE_POLL_US */
-	double victim_check_ns; /* legacy idle path: victim_exists()
+	double little_speed;	  /* speed of a worker of a lower CPU kind */
+	double poll_us;		  /* LIBFIBER_IDLE_POLL_US */
+	double victim_check_ns;	  /* legacy idle path: victim_exists()
 				   cadence while polling */
-	double timer_slack_ns;	/* a sleeper woken by its own timer */
+	double timer_slack_ns;	  /* a sleeper woken by its own timer */
 };
 
 /* One parameter of the table: name, field, unit, where its value comes
@@ -142,8 +142,12 @@ struct sim_fiber {
 	double refill;		/* cache refill owed to its next segment */
 	uint64_t seg_start;	/* the segment's current rate began here */
 	double rate;		/* its current speed */
+	double ws_kb;		/* working set refilled after a migration */
+	uint64_t io_got;	/* what a waker handed over (objects.c) */
+	bool io_fed;		/* ... and that it did */
 	int joiner;		/* fiber waiting in its join, -1 */
 	bool exited;		/* finished (for a join that comes later) */
+	bool detached;		/* freed at exit; else at its join */
 	/* The workload's state. */
 	sim_step_fn step;
 	int kind; /* workload-defined role */
@@ -175,25 +179,26 @@ struct sim_counters {
 
 struct sim_worker {
 	int id;
-	int core;  /* first worker of its core */
-	int pkg;   /* package index */
-	int thread; /* index among its core's workers */
-	int curr;  /* running fiber, -1 in the idle loop */
+	int core;	 /* first worker of its core */
+	int pkg;	 /* package index */
+	int thread;	 /* index among its core's workers */
+	int curr;	 /* running fiber, -1 in the idle loop */
+	int prev_switch; /* fiber just left for the idle loop, -1 */
 	int runnext;
 	unsigned runnext_streak;
 	int rq_head, rq_tail; /* FIFO of fiber ids */
 	int wl_head;	      /* wakelist, LIFO */
 	enum sim_wmode mode;
-	uint64_t gen;	   /* invalidates this worker's pending events */
-	uint64_t ticks;	   /* scheduling points (fb_sched_tick_maybe) */
+	uint64_t gen;	/* invalidates this worker's pending events */
+	uint64_t ticks; /* scheduling points (fb_sched_tick_maybe) */
 	uint64_t next_tick_ns;
 	uint64_t next_sis_refresh_ns;
 	bool busy; /* bal.busy: ran fibers since it last went idle */
 	bool migrating;
 	int migrate_to;
 	int push_fiber;
-	bool poller;	/* holds the poller flag while asleep */
-	double speed;	/* the CPU kind's factor */
+	bool poller;  /* holds the poller flag while asleep */
+	double speed; /* the CPU kind's factor */
 	/* timers armed by its fibers */
 	struct sim_timer *timers;
 	int nr_timers, cap_timers;
@@ -220,22 +225,22 @@ void sim_hist_free(struct sim_hist *h);
 
 /* What every run measures besides the counters. */
 struct sim_stats {
-	struct sim_hist wake_lat;    /* wake (or create) to first run */
+	struct sim_hist wake_lat;      /* wake (or create) to first run */
 	uint64_t migrations[SIM_D_NR]; /* runs on another worker, by distance */
-	uint64_t wakes_llc_kept;     /* target shares prev's LLC */
-	uint64_t wakes_idle_core;    /* target's whole core was idle */
-	uint64_t wakes_idle_worker;  /* target was idle */
-	uint64_t lb_by_kind[3];	     /* balances by fb_idle_kind */
+	uint64_t wakes_llc_kept;       /* target shares prev's LLC */
+	uint64_t wakes_idle_core;      /* target's whole core was idle */
+	uint64_t wakes_idle_worker;    /* target was idle */
+	uint64_t lb_by_kind[3];	       /* balances by fb_idle_kind */
 	uint64_t lb_pulled_by_kind[3];
-	double lb_cost_ns[3];	     /* simulated time spent balancing */
-	uint64_t lb_workers_read;    /* worker records group stats read */
-	uint64_t idle_entries;	     /* idle loops that found no work */
-	uint64_t victim_searches;    /* legacy steal/poll searches */
-	uint64_t victim_reads;	     /* ... and the records they read */
+	double lb_cost_ns[3];	  /* simulated time spent balancing */
+	uint64_t lb_workers_read; /* worker records group stats read */
+	uint64_t idle_entries;	  /* idle loops that found no work */
+	uint64_t victim_searches; /* legacy steal/poll searches */
+	uint64_t victim_reads;	  /* ... and the records they read */
 	double steal_cost_ns;
-	uint64_t pushes_requested;   /* active-balance requests */
-	uint64_t pushes_refused;     /* requests the source could not honour */
-	uint64_t events;	     /* events processed */
+	uint64_t pushes_requested; /* active-balance requests */
+	uint64_t pushes_refused;   /* requests the source could not honour */
+	uint64_t events;	   /* events processed */
 };
 
 /* ---- the simulator ------------------------------------------------------ */
@@ -260,12 +265,12 @@ struct sim_opts {
 	const char *features; /* LIBFIBER_SCHED_FEATURES syntax */
 	const char *cost;     /* name=value,... */
 	uint64_t seed;
-	uint64_t duration_ns; /* 0: until the workload ends */
-	int workers;	      /* 0: one per PU */
-	bool asym_smt;	      /* ASYM_PACKING on the SMT level too */
-	bool legacy_idle;     /* the idle path before the gated steal */
+	uint64_t duration_ns;	   /* 0: until the workload ends */
+	int workers;		   /* 0: one per PU */
+	bool asym_smt;		   /* ASYM_PACKING on the SMT level too */
+	bool legacy_idle;	   /* the idle path before the gated steal */
 	unsigned blocked_interval; /* LIBFIBER_BLOCKED_LOAD_INTERVAL_MS */
-	const char *trace;    /* file, or NULL */
+	const char *trace;	   /* file, or NULL */
 	bool trace_chrome;
 	bool json;
 	bool quiet;
@@ -306,11 +311,11 @@ struct sim {
 	bool trace_first;
 	uint64_t trace_lines;
 	int poller_held; /* worker holding the poller flag, -1 */
+	int nr_sleeping; /* workers in SW_SLEEP (the runtime's nr_sleepers) */
 };
 
 /* engine.c */
-int sim_open(struct sim *s, const struct sim_opts *o, char *err,
-	     size_t errlen);
+int sim_open(struct sim *s, const struct sim_opts *o, char *err, size_t errlen);
 /* sim_run - run until the workload ends or the duration is over. */
 void sim_run(struct sim *s);
 void sim_close(struct sim *s);
@@ -320,6 +325,8 @@ struct sim_fiber *sim_fiber(struct sim *s, int id);
  * ownership). */
 struct sim_fiber *sim_create(struct sim *s, struct sim_fiber *parent,
 			     sim_step_fn step, int kind, cpu_set_t *mask);
+/* sim_fiber_release - free an exited fiber that was joined. */
+void sim_fiber_release(struct sim *s, struct sim_fiber *f);
 /* sim_wake - @waker (the running fiber, or NULL) wakes parked @f. */
 void sim_wake(struct sim *s, struct sim_fiber *waker, struct sim_fiber *f,
 	      unsigned flags);
@@ -336,21 +343,26 @@ int sim_dist(const struct sim *s, int a, int b);
 
 /* objects.c: the sync objects workloads use, with lib/sync's wake rules. */
 struct sim_waitq {
-	int head, tail;
+	int head, tail; /* fiber ids, linked by sim_fiber.link */
 };
 struct sim_pipe {
 	uint64_t capacity, count;
 	struct sim_waitq readers, writers;
+	int last; /* worker that last held its lock, -1 */
 };
 struct sim_sem {
 	uint64_t count;
 	struct sim_waitq waiters;
+	int last;
 };
 struct sim_barrier {
 	unsigned count, arrived;
 	struct sim_waitq waiters;
+	int last;
 };
-void sim_waitq_init(struct sim_waitq *q);
+void sim_pipe_init(struct sim_pipe *p, uint64_t capacity);
+void sim_sem_init(struct sim_sem *m, uint64_t count);
+void sim_barrier_init(struct sim_barrier *b, unsigned count);
 /* Each returns true when the operation completed, false when @f queued
  * itself (the step then returns SIM_BLOCK and calls again when woken). */
 bool sim_pipe_write(struct sim *s, struct sim_fiber *f, struct sim_pipe *p,
