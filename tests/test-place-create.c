@@ -301,6 +301,36 @@ static void test_place_create_stays_allowed_without_view(void **state)
 	CPU_FREE(m);
 }
 
+/*
+ * A foreign creator's fiber starts from a round-robin worker whose counter
+ * belongs to the view's global state (doc/scheduler.md 1.4.4): two views
+ * count independently, and setting the counter sets the next start (no
+ * domain view, all idle: the answer is the start itself).
+ */
+static void test_place_create_foreign_round_robin_is_per_view(void **state)
+{
+	struct sim a, b;
+	struct fb_pfiber f;
+
+	(void)state;
+	sim_open(&a, "pack:1 l3:1 core:8 pu:1", false, 0);
+	sim_open(&b, "pack:1 l3:1 core:8 pu:1", false, 0);
+	a.v.topo = NULL;
+	b.v.topo = NULL;
+	sim_fiber(&f, NULL);
+	assert_int_equal(fb_place_select_create(&a.v, &f, -1, NULL), 0);
+	assert_int_equal(fb_place_select_create(&a.v, &f, -1, NULL), 1);
+	assert_int_equal(fb_place_select_create(&b.v, &f, -1, NULL), 0);
+	assert_int_equal(fb_place_select_create(&a.v, &f, -1, NULL), 2);
+	b.g.create_rr = 13;
+	assert_int_equal(fb_place_select_create(&b.v, &f, -1, NULL), 5);
+	a.v.g = NULL; /* no global state: worker 0 */
+	assert_int_equal(fb_place_select_create(&a.v, &f, -1, NULL), 0);
+	a.v.g = &a.g;
+	sim_close(&a);
+	sim_close(&b);
+}
+
 static void test_place_create_goes_to_idle_llc(void **state)
 {
 	struct sim s;
@@ -342,6 +372,8 @@ int main(void)
 			test_place_idlest_worker_in_prefers_shallow_then_warm),
 		cmocka_unit_test(test_place_create_stays_allowed_without_view),
 		cmocka_unit_test(test_place_create_goes_to_idle_llc),
+		cmocka_unit_test(
+			test_place_create_foreign_round_robin_is_per_view),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,8 +30,6 @@
 
 #include "place/place.h"
 
-static _Atomic unsigned int rr;
-
 static bool group_allows(const struct fb_place_view *v,
 			 const struct fb_sched_group *g,
 			 const struct fb_pfiber *pf)
@@ -323,9 +321,11 @@ int fb_place_select_create(const struct fb_place_view *v,
 	int w;
 
 	if (this < 0)
-		this = (int)(atomic_fetch_add_explicit(&rr, 1,
-						       memory_order_relaxed) %
-			     (unsigned int)v->nr_workers);
+		this = v->g ? (int)(atomic_fetch_add_explicit(
+					    &v->g->create_rr, 1,
+					    memory_order_relaxed) %
+				    (unsigned int)v->nr_workers) :
+			      0;
 	if (!v->topo || v->topo->nr_workers != v->nr_workers) {
 		w = first_allowed(v, pf, this, true);
 		if (w >= 0)

@@ -147,6 +147,10 @@ struct fb_place_global {
 	 * 6.2.8: Joel Fernandes' 50 ms proposal as an experiment knob); 0 or
 	 * 1 = once per tick. */
 	unsigned int blocked_min_ticks;
+	/* Next worker whose domains a foreign creator's fiber is placed
+	 * from (doc/scheduler.md 1.4.4); relaxed fetch-add.  Here, not in a
+	 * static, so that each runtime or simulation has its own sequence. */
+	atomic_uint create_rr;
 };
 
 static inline bool fb_pfiber_allows(const struct fb_pfiber *pf, int w)
@@ -415,7 +419,8 @@ struct fb_create_info {
 /*
  * fb_place_select_create - the worker a new fiber @pf starts on
  * (doc/scheduler.md 1.4.4 and 5.2.3).  @this is the creator's worker
- * or -1 for a foreign thread (a round-robin worker's domains are walked).
+ * or -1 for a foreign thread (a round-robin worker's domains are walked;
+ * the counter is @v->g's create_rr, worker 0 without a global state).
  * Without a domain view, the first idle allowed worker from @this.
  * Always returns an allowed worker.  @info may be NULL.
  * Context: any; reads the view without locks.
