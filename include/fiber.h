@@ -245,7 +245,7 @@ FIBER_API int fiber_join_until(fiber_t fiber, void **retval, uint64_t deadline);
  * Cancellation points: fiber_sleep_until; fiber_join, fiber_join_until;
  * fiber_cond_wait, _timedwait, _wait_until (which take the mutex again
  * before they return ECANCELED); fiber_sem_wait, _timedwait, _wait_until;
- * fiber_barrier_wait; fiber_chan_send, _recv and their timed and _until
+ * fiber_barrier_wait; fiber_wg_wait, _wait_until; fiber_chan_send, _recv and their timed and _until
  * forms; fiber_pipe_read, _write and their timed and _until forms;
  * every fd call (fiber_read, _write, _readv, _writev, _recv, _send,
  * _accept, _connect, _poll).
@@ -372,6 +372,9 @@ typedef struct fiber_cond {
 typedef struct fiber_sem {
 	uint64_t opaque[4];
 } fiber_sem_t;
+typedef struct fiber_wg {
+	uint64_t opaque[4];
+} fiber_wg_t;
 typedef struct fiber_rwlock {
 	uint64_t opaque[6];
 } fiber_rwlock_t;
@@ -438,6 +441,26 @@ FIBER_API int fiber_sem_timedwait(fiber_sem_t *s,
 /* Return: 0; ETIMEDOUT when fiber_now() reaches @deadline, no unit
  * taken; EINVAL for NULL. */
 FIBER_API int fiber_sem_wait_until(fiber_sem_t *s, uint64_t deadline);
+
+/*
+ * Wait groups, as Go's sync.WaitGroup: fiber_wg_add() counts work that
+ * is outstanding, fiber_wg_done() one piece finished, fiber_wg_wait()
+ * waits for the count to reach 0.  A waiter may destroy and free the
+ * group as soon as its wait returns.  The waits are cancellation points.
+ */
+/* Return: 0; EINVAL for NULL. */
+FIBER_API int fiber_wg_init(fiber_wg_t *wg);
+/* Return: 0; EBUSY while something waits on @wg. */
+FIBER_API int fiber_wg_destroy(fiber_wg_t *wg);
+/* Return: 0; EINVAL if the count would go below 0, EOVERFLOW above
+ * INT_MAX (the count unchanged). */
+FIBER_API int fiber_wg_add(fiber_wg_t *wg, int delta);
+/* fiber_wg_add(@wg, -1).  Return: 0; EINVAL if the count is 0. */
+FIBER_API int fiber_wg_done(fiber_wg_t *wg);
+/* Return: 0; ECANCELED; EINVAL for NULL. */
+FIBER_API int fiber_wg_wait(fiber_wg_t *wg);
+/* Return: 0; ETIMEDOUT when fiber_now() reaches @deadline; ECANCELED. */
+FIBER_API int fiber_wg_wait_until(fiber_wg_t *wg, uint64_t deadline);
 
 FIBER_API int fiber_rwlock_init(fiber_rwlock_t *rw);
 FIBER_API int fiber_rwlock_destroy(fiber_rwlock_t *rw);

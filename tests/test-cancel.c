@@ -157,6 +157,33 @@ static void test_cancel_sem_wait_keeps_the_next_post(void **state)
 	assert_int_equal(fiber_sem_destroy(&s), 0);
 }
 
+static long do_wg_wait(struct call *c)
+{
+	return fiber_wg_wait(c->obj);
+}
+
+static long do_wg_wait_until(struct call *c)
+{
+	return fiber_wg_wait_until(c->obj, fiber_now() + 60000 * MS);
+}
+
+static void test_cancel_wg_wait_leaves_the_count(void **state)
+{
+	struct call c = { .fn = do_wg_wait };
+	struct call t = { .fn = do_wg_wait_until };
+	fiber_wg_t wg;
+
+	(void)state;
+	assert_int_equal(fiber_wg_init(&wg), 0);
+	assert_int_equal(fiber_wg_add(&wg, 1), 0);
+	c.obj = t.obj = &wg;
+	assert_int_equal(cancel_call(&c), ECANCELED);
+	assert_int_equal(cancel_call(&t), ECANCELED); /* a timed wait */
+	assert_int_equal(fiber_wg_destroy(&wg), 0);   /* they left it */
+	assert_int_equal(fiber_wg_done(&wg), 0);      /* the count was 1 */
+	assert_int_equal(fiber_wg_done(&wg), EINVAL);
+}
+
 static fiber_mutex_t cond_mutex = FIBER_MUTEX_INITIALIZER;
 
 static long do_cond_wait(struct call *c)
@@ -710,6 +737,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cancel_sleep_until),
 		cmocka_unit_test(test_cancel_sem_wait_keeps_the_next_post),
+		cmocka_unit_test(test_cancel_wg_wait_leaves_the_count),
 		cmocka_unit_test(test_cancel_cond_wait_retakes_the_mutex),
 		cmocka_unit_test(
 			test_cancel_barrier_wait_takes_its_arrival_back),

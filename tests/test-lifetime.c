@@ -641,6 +641,74 @@ static void test_lifetime_stress_two_workers(void **state)
 	run(2, stress_driver);
 }
 
+/* ---- wait group: the released waiter frees it while done() returns ---- */
+
+static void *doner(void *arg)
+{
+	CHECK(fiber_wg_done(arg) == 0);
+	return NULL;
+}
+
+static fiber_t spawn_on(unsigned int worker, void *(*fn)(void *), void *arg)
+{
+	fiber_workerset_t set;
+	fiber_attr_t a;
+	fiber_t f = NULL;
+
+	fiber_attr_init(&a);
+	fiber_attr_setstacksize(&a, TEST_STACK);
+	fiber_workerset_zero(&set);
+	fiber_workerset_add(&set, worker);
+	fiber_attr_setaffinity(&a, sizeof(set), &set);
+	CHECK(fiber_create(&f, &a, fn, arg) == 0);
+	fiber_attr_destroy(&a);
+	return f;
+}
+
+/* The driver (worker 0) waits; a fiber on worker 1 calls done(); the
+ * moment the wait returns the driver destroys and poisons the group, so a
+ * done() that still touched it after the wake (an unlock after the wake,
+ * say) leaves an unpoisoned byte, or a use after free under ASan. */
+static void *wg_driver(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < ROUNDS; i++) {
+		fiber_wg_t *wg = malloc(sizeof(*wg));
+		fiber_t d;
+
+		CHECK(fiber_wg_init(wg) == 0);
+		CHECK(fiber_wg_add(wg, 1) == 0);
+		d = spawn_on(1, doner, wg);
+		CHECK(fiber_wg_wait(wg) == 0);
+		CHECK(fiber_wg_destroy(wg) == 0);
+		poison(wg, sizeof(*wg));
+		CHECK(fiber_join(d, NULL) == 0);
+		CHECK(poisoned(wg, sizeof(*wg)));
+		free(wg);
+	}
+	return NULL;
+}
+
+static void test_lifetime_wg_waiter_frees_while_done_returns(void **state)
+{
+	fiber_workerset_t set;
+	fiber_attr_t a;
+	fiber_t d;
+
+	(void)state;
+	atomic_store(&errors, 0);
+	runtime_start(2);
+	fiber_attr_init(&a);
+	fiber_workerset_zero(&set);
+	fiber_workerset_add(&set, 0);
+	fiber_attr_setaffinity(&a, sizeof(set), &set);
+	assert_int_equal(fiber_create(&d, &a, wg_driver, NULL), 0);
+	fiber_attr_destroy(&a);
+	assert_int_equal(fiber_join(d, NULL), 0);
+	runtime_stop();
+	assert_int_equal(atomic_load(&errors), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -653,6 +721,7 @@ int main(void)
 		TEST(test_lifetime_timed_waits_survive_a_late_timer),
 		TEST(test_lifetime_timed_out_waiter_leaves_the_object_clean),
 		TEST(test_lifetime_stress_two_workers),
+		TEST(test_lifetime_wg_waiter_frees_while_done_returns),
 	};
 
 	if (getenv("TEST_FILTER")) /* run some: TEST_FILTER='*pipe*' */

@@ -14,6 +14,8 @@
 #include <fiber.h>
 
 #include <errno.h>
+#include <limits.h>
+#include <sched.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -416,6 +418,86 @@ static void test_sem_wait_blocks_until_post(void **state)
 	runtime_stop();
 }
 
+/* ---- wait group ---- */
+
+static fiber_wg_t wg;
+static atomic_int wg_finished, wg_seen, wg_errors;
+
+static void test_wg_errors_and_counts(void **state)
+{
+	(void)state;
+	assert_int_equal(fiber_wg_init(NULL), EINVAL);
+	assert_int_equal(fiber_wg_add(NULL, 1), EINVAL);
+	assert_int_equal(fiber_wg_done(NULL), EINVAL);
+	assert_int_equal(fiber_wg_wait(NULL), EINVAL);
+	assert_int_equal(fiber_wg_wait_until(NULL, 0), EINVAL);
+	assert_int_equal(fiber_wg_destroy(NULL), EINVAL);
+	assert_int_equal(fiber_wg_init(&wg), 0);
+	assert_int_equal(fiber_wg_done(&wg), EINVAL); /* below 0 */
+	assert_int_equal(fiber_wg_wait(&wg), 0);      /* still 0 */
+	assert_int_equal(fiber_wg_add(&wg, 3), 0);
+	assert_int_equal(fiber_wg_add(&wg, -4), EINVAL); /* unchanged: 3 */
+	assert_int_equal(fiber_wg_add(&wg, INT_MAX), EOVERFLOW);
+	assert_int_equal(fiber_wg_wait_until(&wg, 0), ETIMEDOUT);
+	assert_int_equal(fiber_wg_add(&wg, -2), 0);
+	assert_int_equal(fiber_wg_wait_until(&wg, fiber_now()), ETIMEDOUT);
+	assert_int_equal(fiber_wg_destroy(&wg), 0); /* 1 left, nobody waits */
+	assert_int_equal(fiber_wg_done(&wg), 0);
+	assert_int_equal(fiber_wg_wait_until(&wg, 0), 0); /* 0: at once */
+	assert_int_equal(fiber_wg_done(&wg), EINVAL);
+	assert_int_equal(fiber_wg_destroy(&wg), 0);
+}
+
+static void *wg_worker(void *arg)
+{
+	(void)arg;
+	fiber_yield();
+	atomic_fetch_add(&wg_finished, 1);
+	if (fiber_wg_done(&wg))
+		atomic_fetch_add(&wg_errors, 1);
+	return NULL;
+}
+
+static void *wg_waiter(void *arg)
+{
+	(void)arg;
+	if (fiber_wg_wait(&wg))
+		atomic_fetch_add(&wg_errors, 1);
+	/* every done() came before this wait returned */
+	if (atomic_load(&wg_finished) == 64)
+		atomic_fetch_add(&wg_seen, 1);
+	return NULL;
+}
+
+/* 64 fibers finish, 8 fibers and the test thread wait: every waiter
+ * returns, and only after the 64th done(); the group is reused for a
+ * second round. */
+static void test_wg_waiters_return_after_the_last_done(void **state)
+{
+	fiber_t *w, *f;
+
+	(void)state;
+	runtime_start(2);
+	for (int round = 0; round < 2; round++) {
+		atomic_store(&wg_finished, 0);
+		atomic_store(&wg_seen, 0);
+		assert_int_equal(fiber_wg_add(&wg, 64), 0);
+		w = spawn(8, TEST_STACK, wg_waiter);
+		/* destroy only checks: EBUSY once a waiter is queued */
+		while (fiber_wg_destroy(&wg) != EBUSY)
+			sched_yield();
+		f = spawn(64, TEST_STACK, wg_worker);
+		assert_int_equal(fiber_wg_wait(&wg), 0);
+		assert_int_equal(atomic_load(&wg_finished), 64);
+		join_all(f, 64);
+		join_all(w, 8);
+		assert_int_equal(atomic_load(&wg_seen), 8);
+	}
+	assert_int_equal(atomic_load(&wg_errors), 0);
+	assert_int_equal(fiber_wg_destroy(&wg), 0);
+	runtime_stop();
+}
+
 /* ---- reader-writer lock ---- */
 
 static fiber_rwlock_t rw = FIBER_RWLOCK_INITIALIZER;
@@ -800,6 +882,8 @@ int main(void)
 		TEST(test_sem_errors_and_counts),
 		TEST(test_sem_admits_at_most_its_count),
 		TEST(test_sem_wait_blocks_until_post),
+		TEST(test_wg_errors_and_counts),
+		TEST(test_wg_waiters_return_after_the_last_done),
 		TEST(test_rwlock_readers_are_inside_together),
 		TEST(test_rwlock_writer_is_exclusive),
 		TEST(test_rwlock_errors_and_writer_preference),

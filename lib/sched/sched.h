@@ -125,7 +125,8 @@ struct fb_fiber {
 	X(PIPE_WRITE, "pipe write")                                            \
 	X(FD, "fd")                                                            \
 	X(SLEEP, "sleep")                                                      \
-	X(JOIN, "join")
+	X(JOIN, "join")                                                        \
+	X(WG, "wait group")
 enum fb_wait_kind {
 #define FB_WAIT_ENUM(name, str) FB_WAIT_##name,
 	FB_WAIT_KINDS(FB_WAIT_ENUM)
