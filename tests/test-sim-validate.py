@@ -8,8 +8,12 @@ The same split pipe ping-pong (one pair, 5000 round trips, ping on
 worker 0 and pong on worker 1) runs on the real runtime
 (bench/pipe-pingpong, LIBFIBER_STATS=1) and in fiber-sim on a 2-worker
 topology.  The placement counters must agree: wakeups, wakelist pushes
-and placements within 5% (the runtime places a few wakeups otherwise,
-0.3% in the runs seen), and probes and pulls exactly (none in either).
+and placed wakeups within 5%, probes and pulls exactly (none in
+either).  A wakeup that finds its fiber still leaving its worker is
+handed to that worker's wakelist without a placement (wake_on_worker);
+how many do depends on the host's timing (a quarter of them under
+ThreadSanitizer, 0.3% on a quiet machine), so the placed wakeups
+compared are wake_placements + wake_on_worker on both sides.
 Prints TAP; never looks at the wall clock.
 """
 
@@ -21,8 +25,14 @@ import sys
 BUILD = sys.argv[1]
 LOOPS = "5000"
 TOLERANCE = 0.05
-KEYS = ("wakeups", "wakelist_pushes", "wake_placements")
+KEYS = ("wakeups", "wakelist_pushes", "wake_placements+wake_on_worker")
 EXACT = ("wake_probes", "lb_pulled")
+
+
+def derive(c):
+    c["wake_placements+wake_on_worker"] = (c["wake_placements"] +
+                                           c.get("wake_on_worker", 0))
+    return c
 
 
 def runtime():
@@ -35,7 +45,7 @@ def runtime():
     rows = [l.split() for l in proc.stdout.splitlines() if l.strip()]
     head = next(r for r in rows if r[:2] == ["worker", "switches"])
     total = next(r for r in rows if r and r[0] == "total")
-    return {k: int(v) for k, v in zip(head[1:], total[1:])}
+    return derive({k: int(v) for k, v in zip(head[1:], total[1:])})
 
 
 def simulated():
@@ -44,7 +54,7 @@ def simulated():
          "pack:1 core:2 pu:1", "--workload",
          "pingpong:pairs=1,loops=" + LOOPS, "--json"],
         stdout=subprocess.PIPE, text=True, timeout=120, check=True)
-    return json.loads(proc.stdout)["counters"]
+    return derive(json.loads(proc.stdout)["counters"])
 
 
 def main():
@@ -52,7 +62,7 @@ def main():
     r, s = runtime(), simulated()
     bad = []
     for k in KEYS:
-        print("# %-16s runtime %8d  fiber-sim %8d" % (k, r[k], s[k]))
+        print("# %-30s runtime %8d  fiber-sim %8d" % (k, r[k], s[k]))
         if abs(r[k] - s[k]) > TOLERANCE * max(r[k], 1):
             bad.append(k)
     for k in EXACT:
