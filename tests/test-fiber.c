@@ -4,6 +4,7 @@
  * join, detach, exit, yield, self, affinity, fiber-local storage, foreign
  * threads, error returns, and the mass tests of the core issue.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -652,6 +653,37 @@ static void test_fiber_million_create_join_bounded_memory(void **state)
 	assert_int_equal(fiber_shutdown(), 0);
 }
 
+/* Worker threads are named fiber-w0, fiber-w1..., the names top -H, perf
+ * and gdb's "info threads" show. */
+static void test_fiber_worker_threads_are_named(void **state)
+{
+	char path[64], comm[32], seen[512] = "";
+	struct dirent *e;
+	FILE *f;
+	DIR *d;
+
+	(void)state;
+	assert_int_equal(start(2), 0);
+	d = opendir("/proc/self/task");
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f))
+			strncat(seen, comm, sizeof(seen) - strlen(seen) - 1);
+		fclose(f);
+	}
+	closedir(d);
+	assert_int_equal(fiber_shutdown(), 0);
+	if (!strstr(seen, "fiber-w0\n") || !strstr(seen, "fiber-w1\n"))
+		fail_msg("thread names: %s", seen);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -664,6 +696,7 @@ int main(void)
 		TEST(test_fiber_key_made_again_skips_old_value_at_exit),
 		TEST(test_fiber_key_stale_handle_is_invalid),
 		cmocka_unit_test(test_fiber_pthread_creates_and_joins),
+		cmocka_unit_test(test_fiber_worker_threads_are_named),
 		TEST(test_fiber_join_joined_handle_gives_esrch),
 		TEST(test_fiber_detach_joined_handle_gives_esrch),
 		TEST(test_fiber_handle_from_before_restart_gives_esrch),

@@ -7,6 +7,7 @@
  * (fiber_init, fiber_shutdown) are api/runtime.c.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -113,6 +114,18 @@ fail:
 	return rc;
 }
 
+/* name_worker - "fiber-w0", "fiber-w1"...: what top -H, perf and gdb's
+ * "info threads" show.  Named by the creator, so every worker carries its
+ * name when fiber_init() returns; worker ids stay below 1024, so the name
+ * fits the kernel's 15 bytes.  A failure only leaves the inherited name. */
+static void name_worker(const struct fb_worker *w)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "fiber-w%d", w->id);
+	pthread_setname_np(w->thread, name);
+}
+
 int fb_runtime_start(struct fb_runtime *r)
 {
 	int rc = 0, i;
@@ -127,6 +140,7 @@ int fb_runtime_start(struct fb_runtime *r)
 				    fb_worker_main, r->workers[i]);
 		if (rc)
 			break;
+		name_worker(r->workers[i]);
 	}
 	if (rc) {
 		stop_workers(i);
