@@ -657,7 +657,8 @@ static void test_fiber_million_create_join_bounded_memory(void **state)
  * and gdb's "info threads" show. */
 static void test_fiber_worker_threads_are_named(void **state)
 {
-	char path[64], comm[32], seen[512] = "";
+	char path[sizeof("/proc/self/task//comm") + 256], comm[32];
+	char seen[512] = "";
 	struct dirent *e;
 	FILE *f;
 	DIR *d;
