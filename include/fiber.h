@@ -510,6 +510,32 @@ FIBER_API int fiber_chan_recv_until(fiber_chan_t *chan, void *elem,
 				    uint64_t deadline);
 
 /*
+ * fiber_chan_select: complete one of several channel operations, like Go's
+ * select.  Each case names a channel, FIBER_SELECT_SEND (send *elem) or
+ * FIBER_SELECT_RECV (receive into *elem), and the element.  The call waits
+ * until one case can complete or fiber_now() reaches @deadline
+ * (FIBER_NO_DEADLINE: never; 0 or any past deadline polls once, like Go's
+ * default case), completes exactly that one and stores its index in
+ * *chosen.  Among cases ready at once each is chosen with equal
+ * probability.  A case on a closed channel is ready and completes with
+ * EPIPE, as fiber_chan_send and fiber_chan_recv do.  A cancellation point.
+ * Return: 0 (case *chosen moved its element); EPIPE (case *chosen met a
+ * closed channel; nothing moved); ETIMEDOUT, ECANCELED (no case chosen,
+ * nothing moved); EINVAL for NULL @cases or @chosen, @n of 0 or above
+ * FIBER_SELECT_MAX, a NULL channel or element, or an unknown op; ENOMEM.
+ */
+#define FIBER_SELECT_SEND 1
+#define FIBER_SELECT_RECV 2
+#define FIBER_SELECT_MAX 65536
+struct fiber_select_case {
+	fiber_chan_t *chan;
+	int op;	    /* FIBER_SELECT_SEND or FIBER_SELECT_RECV */
+	void *elem; /* send: the element (read only); recv: the buffer */
+};
+FIBER_API int fiber_chan_select(struct fiber_select_case *cases, size_t n,
+				uint64_t deadline, size_t *chosen);
+
+/*
  * fiber_pipe: an in-process byte stream with POSIX pipe semantics.  A bounded
  * buffer; read blocks until at least one byte is there and may return fewer
  * bytes than asked; read after the write end closed and the buffer drained
