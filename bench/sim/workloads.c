@@ -543,7 +543,8 @@ struct execst {
 	unsigned workers;
 	double work_ns;
 	bool affine;
-	int hi; /* mask 0..hi when affine */
+	int hi;	    /* mask 0..hi when affine */
+	int stride; /* mask 0, stride, 2*stride... when > 0 */
 	struct sim_hist create_lat;
 	uint64_t execs, measure_ns;
 };
@@ -564,6 +565,22 @@ static enum sim_act ex_child(struct sim *s, struct sim_fiber *f)
 	return SIM_EXIT;
 }
 
+/* ex_mask - the mask of a parent or child: NULL (unaffined), 0..hi
+ * (taskset -c 0-(n-2)), or every stride-th worker (numactl -C 0,K,2K...). */
+static cpu_set_t *ex_mask(struct sim *s, const struct execst *x)
+{
+	cpu_set_t *m;
+
+	if (!x->affine)
+		return NULL;
+	if (x->stride <= 0)
+		return sim_mask_range(0, x->hi);
+	m = sim_mask_range(0, 0);
+	for (int i = 0; i < s->n; i += x->stride)
+		CPU_SET_S((size_t)i, CPU_ALLOC_SIZE(SIM_MAX_WORKERS), m);
+	return m;
+}
+
 static enum sim_act ex_parent(struct sim *s, struct sim_fiber *f)
 {
 	struct execst *x = s->wl_state;
@@ -572,9 +589,7 @@ static enum sim_act ex_parent(struct sim *s, struct sim_fiber *f)
 	for (;;) {
 		switch (f->pc) {
 		case 0:
-			c = sim_create(s, f, ex_child, EX_CHILD,
-				       x->affine ? sim_mask_range(0, x->hi) :
-						   NULL);
+			c = sim_create(s, f, ex_child, EX_CHILD, ex_mask(s, x));
 			c->t0 = c->wake_ns;
 			c->ws_kb = 0;
 			f->a = c->id;
@@ -596,14 +611,15 @@ static enum sim_act ex_parent(struct sim *s, struct sim_fiber *f)
 	}
 }
 
-static const char *const ex_keys[] = { "workers", "work", "affine", "warmup",
-				       NULL };
+static const char *const ex_keys[] = { "workers", "work",   "affine",
+				       "stride",  "warmup", NULL };
 
 static int ex_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 {
 	const char *p = params_of(spec);
 	uint64_t run = s->o.duration_ns ? s->o.duration_ns : SIM_S;
 	struct execst *x;
+	double stride;
 
 	if (sim_params_check(p, ex_keys, err, errlen))
 		return -1;
@@ -617,13 +633,19 @@ static int ex_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	x->work_ns = US(sim_param(p, "work", 50));
 	x->affine = sim_param(p, "affine", 0) != 0;
 	x->hi = s->n - 2 > 0 ? s->n - 2 : 0;
+	stride = sim_param(p, "stride", 0);
+	if (!(stride >= 0 && stride < s->n) || (stride >= 1 && !x->affine)) {
+		snprintf(err, errlen,
+			 "exec: stride=K wants affine=1 and 0 < K < %d", s->n);
+		return -1;
+	}
+	x->stride = (int)stride;
 	x->measure_ns = (uint64_t)(sim_param(p, "warmup", 0.1) * (double)run);
 	x->create_lat.b = calloc(SIM_HIST_BUCKETS, sizeof(uint32_t));
 	x->create_lat.min = UINT64_MAX;
 	for (unsigned i = 0; i < x->workers; i++) {
-		struct sim_fiber *f =
-			sim_create(s, NULL, ex_parent, EX_PARENT,
-				   x->affine ? sim_mask_range(0, x->hi) : NULL);
+		struct sim_fiber *f = sim_create(s, NULL, ex_parent, EX_PARENT,
+						 ex_mask(s, x));
 
 		f->detached = true;
 		f->ws_kb = 4;
@@ -995,7 +1017,7 @@ static const struct sim_workload ebizzy = {
 static const struct sim_workload execst = {
 	"exec",
 	"workers=N (8) work=US (50) affine=0|1 (0; 1: mask 0..n-2) "
-	"warmup=FRACTION (0.1)",
+	"stride=K (0; with affine=1: mask 0,K,2K,...) warmup=FRACTION (0.1)",
 	ex_setup,
 	ex_result,
 	ex_cleanup,
