@@ -298,6 +298,34 @@ static void test_place_balance_h3_7_power7_smt4(void **state)
 	sim_close(&s);
 }
 
+/*
+ * The same packing inside a core, with the priorities from an XML file's
+ * CPU kinds by SMT thread and no FB_VIEW_ASYM_SMT: idle thread 0 has the
+ * fiber of thread 3 pushed to it; thread 2 takes nothing from thread 1.
+ */
+static void test_place_balance_h3_8_smt_kinds(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+	struct fb_pfiber f;
+
+	(void)state;
+	open_asym(&s, "p7-kinds.xml", true);
+	sim_fiber(&f, NULL);
+	sim_set(&s, 3, 1);
+	assert_int_equal(balance(&s, &e, s.sv->sd[0], 0, FB_LB_IDLE, &f),
+			 FB_LB_PULL);
+	assert_int_equal(e.busiest.type, FB_GROUP_ASYM_PACKING);
+	assert_int_equal(e.src, 3);
+	assert_true(e.active);
+	sim_set(&s, 3, 0);
+	sim_set(&s, 1, 1);
+	s.sv->sd[2]->nr_balance_failed = 0;
+	balance(&s, &e, s.sv->sd[2], 2, FB_LB_IDLE, &f);
+	assert_false(e.active);
+	sim_close(&s);
+}
+
 /* ---- H4-5 --------------------------------------------------------------- */
 
 static enum fb_lb_verdict numa_balance(int nr, uint64_t off, long *imb)
@@ -575,6 +603,7 @@ int main(void)
 		cmocka_unit_test(test_place_balance_h3_5_help_busy_better_core),
 		cmocka_unit_test(test_place_balance_h3_6_kinds_move_to_big),
 		cmocka_unit_test(test_place_balance_h3_7_power7_smt4),
+		cmocka_unit_test(test_place_balance_h3_8_smt_kinds),
 		cmocka_unit_test(test_place_balance_h4_5_numa_allowance),
 		cmocka_unit_test(
 			test_place_balance_only_first_idle_worker_balances),
