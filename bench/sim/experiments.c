@@ -193,11 +193,11 @@ static const struct xcounter asym_counters[] = {
 };
 
 static const struct xcase asym_cases[] = {
-	{ "ebizzy 32 threads", P7, "ebizzy:threads=32,first=32", 500, true,
+	{ "ebizzy 32 threads", P7, "ebizzy:threads=32,first=32", 3000, true,
 	  NULL, 100, 7946971, 11383980, true },
-	{ "ebizzy 64 threads", P7, "ebizzy:threads=64,first=32", 500, true,
+	{ "ebizzy 64 threads", P7, "ebizzy:threads=64,first=32", 3000, true,
 	  NULL, 100, 10818093.2, 11674063.6, true },
-	{ "ebizzy 128 threads", P7, "ebizzy:threads=128,first=32", 500, false,
+	{ "ebizzy 128 threads", P7, "ebizzy:threads=128,first=32", 3000, false,
 	  NULL, 0, 38776241.8, 39827404.4, true },
 };
 
