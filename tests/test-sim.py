@@ -186,7 +186,21 @@ def bad_arguments_exit_2():
                  ["--topology", TOPO, "--workload", "pingpong",
                   "--features", "NO_SUCH"],
                  ["--topology", "bad:topo", "--workload", "pingpong"],
-                 ["--workload", "pingpong"]):
+                 ["--workload", "pingpong"]) + tuple(
+                     # Hostile sizes and costs: a message, never a crash
+                     # or a run that cannot end.
+                     ["--topology", TOPO, "--duration-ms", "5",
+                      "--workload", w] for w in (
+                          "hackbench:groups=1e12", "hackbench:groups=-1",
+                          "hackbench:groups=nan", "hackbench:groups=inf",
+                          "hackbench:groups=1000,fds=1000",
+                          "schbench:m=1e15", "ebizzy:threads=1e30",
+                          "ebizzy:first=8", "exec:workers=1e9",
+                          "tbench:clients=-5", "pingpong:pairs=1e10")) + \
+                tuple(["--topology", TOPO, "--workload", "pingpong",
+                       "--cost", c] for c in (
+                           "smt2=nan", "switch=inf", "poll_us=1e300",
+                           "smt2=0", "little=0", "smt_by_index=2")):
         _, err = sim(*args, expect_rc=2)
         assert err.startswith("fiber-sim:"), err
 

@@ -691,6 +691,13 @@ static struct sim_fiber *fiber_alloc(struct sim *s)
 		f = sim_fiber(s, id);
 		s->free_fiber = f->link;
 	} else {
+		if (s->nr_fibers >= SIM_MAX_FIBERS) {
+			fprintf(stderr,
+				"fiber-sim: the workload created more than %d "
+				"fibers\n",
+				SIM_MAX_FIBERS);
+			exit(2);
+		}
 		id = s->nr_fibers++;
 		if ((id >> CHUNK_BITS) >= s->nr_chunks) {
 			s->chunk =

@@ -37,6 +37,8 @@
 #define SIM_BAL_LEVELS 8       /* FB_BAL_LEVELS */
 #define SIM_WF_SYNC FB_PLACE_WF_SYNC
 #define SIM_MAX_WORKERS FB_MAX_WORKERS
+#define SIM_MAX_FIBERS (1 << 18) /* live and dead records of one run */
+#define SIM_PARAM_MAX 1e9	 /* the largest workload parameter */
 
 #define SIM_US 1000ull
 #define SIM_MS 1000000ull

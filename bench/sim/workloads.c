@@ -76,6 +76,7 @@ int sim_params_check(const char *params, const char *const *known, char *err,
 		const char *end = strchr(p, ','), *eq = strchr(p, '=');
 		bool ok = false;
 		char *stop;
+		double v;
 
 		if (!end)
 			end = p + strlen(p);
@@ -90,16 +91,34 @@ int sim_params_check(const char *params, const char *const *known, char *err,
 			if (strlen(known[i]) == (size_t)(eq - p) &&
 			    !strncmp(known[i], p, (size_t)(eq - p)))
 				ok = true;
-		strtod(eq + 1, &stop);
+		v = strtod(eq + 1, &stop);
 		if (!ok || stop != end || eq + 1 == end) {
 			snprintf(err, errlen,
 				 "bad workload parameter \"%.*s\" (see --help)",
 				 (int)(end - p), p);
 			return -1;
 		}
+		if (!(v >= 0 && v <= SIM_PARAM_MAX)) {
+			snprintf(err, errlen,
+				 "workload parameter \"%.*s\": a number from 0 "
+				 "to %.0g",
+				 (int)(end - p), p, SIM_PARAM_MAX);
+			return -1;
+		}
 		p = *end ? end + 1 : end;
 	}
 	return 0;
+}
+
+/* fibers_ok - 0 when @n fibers fit one run (SIM_MAX_FIBERS), else -1 and
+ * the reason in @err. */
+static int fibers_ok(double n, const char *wl, char *err, size_t errlen)
+{
+	if (n <= SIM_MAX_FIBERS)
+		return 0;
+	snprintf(err, errlen, "%s: %.0f fibers, more than the %d one run holds",
+		 wl, n, SIM_MAX_FIBERS);
+	return -1;
 }
 
 /* params_of - what follows "name:" in --workload. */
@@ -195,7 +214,9 @@ static int hb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	struct hackbench *h;
 	unsigned nr;
 
-	if (sim_params_check(p, hb_keys, err, errlen))
+	if (sim_params_check(p, hb_keys, err, errlen) ||
+	    fibers_ok(2 * sim_param(p, "groups", 10) * sim_param(p, "fds", 20),
+		      "hackbench", err, errlen))
 		return -1;
 	h = calloc(1, sizeof(*h));
 	s->wl_state = h;
@@ -368,7 +389,9 @@ static int sb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	uint64_t run = s->o.duration_ns ? s->o.duration_ns : SIM_S;
 	unsigned nr;
 
-	if (sim_params_check(p, sb_keys, err, errlen))
+	if (sim_params_check(p, sb_keys, err, errlen) ||
+	    fibers_ok(sim_param(p, "m", 2) * (sim_param(p, "t", 8) + 1),
+		      "schbench", err, errlen))
 		return -1;
 	b = calloc(1, sizeof(*b));
 	s->wl_state = b;
@@ -495,6 +518,13 @@ static int eb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 		return -1;
 	if (!s->o.duration_ns) {
 		snprintf(err, errlen, "ebizzy runs until --duration-ms");
+		return -1;
+	}
+	if (fibers_ok(sim_param(p, "threads", (double)s->n), "ebizzy", err,
+		      errlen))
+		return -1;
+	if (sim_param(p, "first", -1) >= s->n) {
+		snprintf(err, errlen, "ebizzy: first=K wants K < %d", s->n);
 		return -1;
 	}
 	e = calloc(1, sizeof(*e));
@@ -627,6 +657,8 @@ static int ex_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 		snprintf(err, errlen, "exec runs until --duration-ms");
 		return -1;
 	}
+	if (fibers_ok(2 * sim_param(p, "workers", 8), "exec", err, errlen))
+		return -1;
 	x = calloc(1, sizeof(*x));
 	s->wl_state = x;
 	x->workers = (unsigned)sim_param(p, "workers", 8);
@@ -763,7 +795,8 @@ static int pp_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	struct pingpong *pp;
 	bool pin;
 
-	if (sim_params_check(p, pp_keys, err, errlen))
+	if (sim_params_check(p, pp_keys, err, errlen) ||
+	    fibers_ok(2 * sim_param(p, "pairs", 1), "pingpong", err, errlen))
 		return -1;
 	pp = calloc(1, sizeof(*pp));
 	s->wl_state = pp;
@@ -932,6 +965,8 @@ static int tb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 		snprintf(err, errlen, "tbench runs until --duration-ms");
 		return -1;
 	}
+	if (fibers_ok(2 * sim_param(p, "clients", 8), "tbench", err, errlen))
+		return -1;
 	t = calloc(1, sizeof(*t));
 	s->wl_state = t;
 	t->clients = (unsigned)sim_param(p, "clients", 8);
