@@ -11,6 +11,7 @@
 #define A1 "pack:1 l3:1 core:4 pu:1"
 #define A2 "pack:1 l3:1 core:2 pu:2"
 #define N1 "pack:2 numa:1 l3:4 core:2 pu:1"
+#define P7 "pack:2 l3:1 core:8 pu:4" /* 64-CPU POWER7, SMT4 */
 
 static void open_asym(struct sim *s, const char *spec, bool xml)
 {
@@ -198,6 +199,130 @@ static void test_place_balance_h3_6_kinds_move_to_big(void **state)
 		balance(&s, &e, s.sv->sd[dst], dst, FB_LB_IDLE, &f);
 		assert_false(e.active);
 	}
+	sim_close(&s);
+}
+
+/*
+ * Srikar Dronamraju's machine: a 64-CPU POWER7, 16 SMT4 cores in two
+ * packages, packing on the SMT level too (a core runs faster in SMT2 or
+ * single-thread mode, so its lower-numbered threads are preferred).
+ * (a) A core with its fibers on threads 2 and 3: idle thread 0 takes the
+ * lowest-priority one, thread 3's, by a push (it runs alone).  (b) With
+ * them on threads 0 and 1, threads 2 and 3 take nothing.  (c) The
+ * posting's 32-thread start, every fiber on workers 32-63: an idle worker
+ * of package 0 finds package 1 the asym busiest group and has one of its
+ * lone running fibers pushed at its first balance; with the feature off
+ * the same balance asks for no push.  (d) A lone fiber on a better worker
+ * with its core to itself is never the one taken.
+ */
+static void test_place_balance_h3_7_power7_smt4(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+	struct fb_pfiber f;
+	struct fb_domain *smt, *top;
+
+	(void)state;
+	sim_open(&s, P7, false, FB_VIEW_ASYM_PACKING | FB_VIEW_ASYM_SMT);
+	sim_features(FB_FEAT_BIT(ASYM_PACKING), 0);
+	sim_fiber(&f, NULL);
+	assert_int_equal(s.n, 64);
+	smt = s.sv->sd[0];
+	assert_int_equal(smt->span_weight, 4);
+	assert_true(smt->flags & FB_SD_ASYM_PACKING);
+	assert_true(fb_asym_prefer(s.sv, 0, 1) && fb_asym_prefer(s.sv, 1, 2) &&
+		    fb_asym_prefer(s.sv, 2, 3));
+
+	/* (a) */
+	sim_set(&s, 2, 1);
+	sim_set(&s, 3, 1);
+	for (int dst = 0; dst < 2; dst++) {
+		smt = s.sv->sd[dst];
+		smt->nr_balance_failed = 0;
+		assert_int_equal(balance(&s, &e, smt, dst, FB_LB_IDLE, &f),
+				 FB_LB_PULL);
+		assert_int_equal(e.busiest.type, FB_GROUP_ASYM_PACKING);
+		assert_int_equal(e.src, 3);
+		assert_true(e.active);
+	}
+
+	/* (b) */
+	sim_set(&s, 2, 0);
+	sim_set(&s, 3, 0);
+	sim_set(&s, 0, 1);
+	sim_set(&s, 1, 1);
+	for (int dst = 2; dst < 4; dst++) {
+		smt = s.sv->sd[dst];
+		smt->nr_balance_failed = 0;
+		balance(&s, &e, smt, dst, FB_LB_IDLE, &f);
+		assert_false(e.active);
+		assert_int_equal(e.nr_moved, 0);
+	}
+	sim_set(&s, 0, 0);
+	sim_set(&s, 1, 0);
+
+	/* (c) */
+	for (int w = 32; w < 64; w++)
+		sim_set(&s, w, 1);
+	top = s.sv->sd[0];
+	while (top->parent)
+		top = top->parent;
+	assert_int_equal(top->span_weight, 64);
+	assert_int_equal(balance(&s, &e, top, 0, FB_LB_IDLE, &f), FB_LB_PULL);
+	assert_int_equal(e.busiest.type, FB_GROUP_ASYM_PACKING);
+	assert_true(fb_wmask_test(&top->groups[e.busiest_group].span, 63));
+	assert_true(e.src >= 32 && e.src < 64);
+	assert_true(e.active);
+	top->nr_balance_failed = 0;
+	sim_features(0, FB_FEAT_BIT(ASYM_PACKING));
+	balance(&s, &e, top, 0, FB_LB_IDLE, &f);
+	assert_false(e.active);
+	sim_features(FB_FEAT_BIT(ASYM_PACKING), 0);
+
+	/* (d) Package 0 busier than package 1: worker 0 alone on its core,
+	 * workers 4 and 5 sharing one.  Idle worker 32 may take a fiber, but
+	 * never worker 0's: a lone fiber is not pulled off a better worker
+	 * whose core it has to itself. */
+	for (int w = 32; w < 64; w++)
+		sim_set(&s, w, 0);
+	sim_set(&s, 0, 1);
+	sim_set(&s, 4, 1);
+	sim_set(&s, 5, 1);
+	top = s.sv->sd[32];
+	while (top->parent)
+		top = top->parent;
+	top->nr_balance_failed = 0;
+	assert_int_equal(balance(&s, &e, top, 32, FB_LB_IDLE, &f), FB_LB_PULL);
+	assert_true(e.src == 4 || e.src == 5);
+	assert_true(e.active);
+	sim_close(&s);
+}
+
+/*
+ * The same packing inside a core, with the priorities from an XML file's
+ * CPU kinds by SMT thread and no FB_VIEW_ASYM_SMT: idle thread 0 has the
+ * fiber of thread 3 pushed to it; thread 2 takes nothing from thread 1.
+ */
+static void test_place_balance_h3_8_smt_kinds(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+	struct fb_pfiber f;
+
+	(void)state;
+	open_asym(&s, "p7-kinds.xml", true);
+	sim_fiber(&f, NULL);
+	sim_set(&s, 3, 1);
+	assert_int_equal(balance(&s, &e, s.sv->sd[0], 0, FB_LB_IDLE, &f),
+			 FB_LB_PULL);
+	assert_int_equal(e.busiest.type, FB_GROUP_ASYM_PACKING);
+	assert_int_equal(e.src, 3);
+	assert_true(e.active);
+	sim_set(&s, 3, 0);
+	sim_set(&s, 1, 1);
+	s.sv->sd[2]->nr_balance_failed = 0;
+	balance(&s, &e, s.sv->sd[2], 2, FB_LB_IDLE, &f);
+	assert_false(e.active);
 	sim_close(&s);
 }
 
@@ -477,6 +602,8 @@ int main(void)
 		cmocka_unit_test(test_place_balance_h3_4_smt_core_must_be_idle),
 		cmocka_unit_test(test_place_balance_h3_5_help_busy_better_core),
 		cmocka_unit_test(test_place_balance_h3_6_kinds_move_to_big),
+		cmocka_unit_test(test_place_balance_h3_7_power7_smt4),
+		cmocka_unit_test(test_place_balance_h3_8_smt_kinds),
 		cmocka_unit_test(test_place_balance_h4_5_numa_allowance),
 		cmocka_unit_test(
 			test_place_balance_only_first_idle_worker_balances),

@@ -2,6 +2,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """test-sim - fiber-sim (bench/fiber-sim, doc/simulator.md) in short runs.
 
+The experiments (--experiment NAME --quick) print their table twice
+with the same bytes, in the documented shape, and the feature's off and
+on runs differ in the counters the feature controls.
+
 Usage: test-sim.py BUILD_ROOT SOURCE_ROOT
 
 Every workload runs for a few virtual milliseconds on a small SMT
@@ -116,11 +120,13 @@ for w in WORKLOADS:
 @test
 def seeds_drive_the_random_draws():
     # NI_RANDOM draws from the workers' generators, which --seed sets:
-    # another seed, other draws, other skips.
-    # (schbench: a short hackbench here draws nothing the seed decides.)
-    a, da = run("schbench:m=2,t=4", "--seed", "1")
-    b, db = run("schbench:m=2,t=4", "--seed", "2")
-    assert a == run("schbench:m=2,t=4", "--seed", "1")[0]
+    # another seed, other draws, other skips.  (schbench with more fibers
+    # than workers, so that newly-idle balances pass the overload gate;
+    # a short hackbench here draws nothing the seed decides.)
+    w = "schbench:m=2,t=8"
+    a, da = run(w, "--seed", "1")
+    b, db = run(w, "--seed", "2")
+    assert a == run(w, "--seed", "1")[0]
     assert da["seed"] == 1 and db["seed"] == 2
     del da["seed"], db["seed"]
     assert da != db, "--seed 1 and --seed 2 gave the same run"
@@ -180,9 +186,166 @@ def bad_arguments_exit_2():
                  ["--topology", TOPO, "--workload", "pingpong",
                   "--features", "NO_SUCH"],
                  ["--topology", "bad:topo", "--workload", "pingpong"],
-                 ["--workload", "pingpong"]):
+                 ["--workload", "pingpong"]) + tuple(
+                     # Hostile sizes and costs: a message, never a crash
+                     # or a run that cannot end.
+                     ["--topology", TOPO, "--duration-ms", "5",
+                      "--workload", w] for w in (
+                          "hackbench:groups=1e12", "hackbench:groups=-1",
+                          "hackbench:groups=nan", "hackbench:groups=inf",
+                          "hackbench:groups=1000,fds=1000",
+                          "schbench:m=1e15", "ebizzy:threads=1e30",
+                          "ebizzy:first=8", "exec:workers=1e9",
+                          "tbench:clients=-5", "pingpong:pairs=1e10")) + \
+                tuple(["--topology", TOPO, "--workload", "pingpong",
+                       "--cost", c] for c in (
+                           "smt2=nan", "switch=inf", "poll_us=1e300",
+                           "smt2=0", "little=0", "smt_by_index=2")):
         _, err = sim(*args, expect_rc=2)
         assert err.startswith("fiber-sim:"), err
+
+
+@test
+def idle_path_work_delays_noticing():
+    # A worker that ran out of work does its idle path's work (here a
+    # blocked-load decay made to cost 50 us) before it polls: a wakeup
+    # sent meanwhile waits for the end of that work.
+    base = ["--topology", "pack:1 l3:1 core:8 pu:1", "--workload",
+            "schbench:m=2,t=2", "--duration-ms", "50", "--json",
+            "--features", "NO_BLOCKED_LOAD_RATELIMIT"]
+    slow = json.loads(sim(*base, "--cost", "blocked_update=50000")[0])
+    fast = json.loads(sim(*base)[0])
+    assert slow["counters"]["blocked_decays"] > 1000, slow["counters"]
+    assert slow["result"]["value"] >= 40, slow["result"]
+    assert fast["result"]["value"] < 5, fast["result"]
+
+
+EXPERIMENTS = ["sis_util", "wakelist", "asym", "numa_imb", "blocked_load"]
+LABEL = 36  # the case column's width
+
+
+def experiment(name):
+    """The table of --experiment NAME --quick, as {label: row}; each row
+    a dict of its columns, the counters as (off, on) pairs."""
+    out, _ = sim("--experiment", name, "--quick")
+    again, _ = sim("--experiment", name, "--quick")
+    assert out == again, "%s: the same seed gave other bytes" % name
+    lines = out.splitlines()
+    assert lines[0].startswith("experiment %s: " % name), lines[0]
+    head = [l for l in lines if l.startswith("case ")]
+    assert len(head) == 1, lines
+    at = lines.index(head[0])
+    assert lines[1].lstrip().startswith("off: ") and \
+        " on: " in lines[1], lines[1]
+    assert "seed 1" in lines[1], lines[1]
+    rows = {}
+    for line in lines[at + 1:]:
+        label, rest = line[:LABEL].strip(), line[LABEL:].split()
+        assert label and len(rest) == 12, line
+        unit, rb, ra, rc, so, sn, sc, agree = rest[:8]
+        cnt = [float(x) for x in rest[8:]]
+        for v in (rb, ra):
+            assert v == "-" or float(v) > 0, line
+        float(so), float(sn)
+        assert agree in ("yes", "no", "n/a", "-"), line
+        if rb == "-":
+            assert agree == "n/a" and rc == "-", line
+        else:
+            assert rc.endswith("%"), line
+        rows[label] = {"unit": unit, "off": float(so), "on": float(sn),
+                       "agree": agree, "c": [(cnt[0], cnt[1]),
+                                             (cnt[2], cnt[3])]}
+    assert rows, out
+    return rows
+
+
+@test
+def experiment_list_names_five():
+    out, _ = sim("--experiment", "list")
+    names = [l.split()[0] for l in out.splitlines()]
+    assert names == EXPERIMENTS, names
+    help_out, _ = sim("--help")
+    for n in EXPERIMENTS:
+        assert n in help_out, n
+
+
+@test
+def experiment_sis_util_cuts_core_scans():
+    rows = experiment("sis_util")
+    assert len(rows) == 5, rows
+    for label, r in rows.items():
+        # Core-limit cuts exist only with SIS_CORE_LIMIT.
+        assert r["c"][1][0] == 0, (label, r)
+    # An overloaded LLC with idle cores: the on run cuts idle-core scans
+    # short, and its probes per wakeup change with it.
+    ctl = [r for l, r in rows.items() if l.startswith("control")]
+    assert len(ctl) == 1 and ctl[0]["c"][1][1] > 0, ctl
+    assert ctl[0]["c"][0][0] != ctl[0]["c"][0][1], ctl
+
+
+@test
+def experiment_wakelist_hands_off_to_idle_workers():
+    rows = experiment("wakelist")
+    assert len(rows) == 4, rows
+    for label, r in rows.items():
+        (wl_off, wl_on), (direct_off, direct_on) = r["c"]
+        # TTWU_QUEUE_IDLE: idle targets of the same LLC get the wakelist
+        # instead of a direct enqueue under their lock.
+        assert wl_on > wl_off, (label, r)
+        assert direct_on < direct_off, (label, r)
+
+
+@test
+def experiment_asym_pulls_towards_low_threads():
+    rows = experiment("asym")
+    assert len(rows) == 2, rows
+    for label, r in rows.items():
+        assert r["c"][0][0] == 0, (label, r)  # no asym pulls when off
+    r = rows["ebizzy 32 threads"]
+    assert r["c"][0][1] > 0, r  # ... some when on,
+    assert r["c"][1][1] > r["c"][1][0], r  # towards threads 0-1
+
+
+@test
+def experiment_numa_imb_caps_by_mask():
+    rows = experiment("numa_imb")
+    assert len(rows) == 3, rows
+    # No mask, or one that leaves the local node's allowance whole: the
+    # cap changes nothing.
+    for label in ("unaffined, 8 workers", "affined 0..n-2, 8 workers"):
+        r = rows[label]
+        assert r["c"][0][0] == r["c"][0][1] and r["off"] == r["on"], r
+    # One allowed worker per other LLC: fewer creations kept local.
+    r = rows["affined 1 per 2 LLCs, 8 workers"]
+    assert r["c"][0][1] < r["c"][0][0], r
+
+
+@test
+def experiment_blocked_load_rate_limits_decays():
+    rows = experiment("blocked_load")
+    assert len(rows) == 1, rows
+    (own_off, own_on), _ = list(rows.values())[0]["c"]
+    assert own_on < own_off, rows
+
+
+@test
+def experiment_bad_arguments_exit_2():
+    for args in (["--experiment", "nosuch"],
+                 ["--experiment", "sis_util", "--topology", TOPO],
+                 ["--experiment", "asym", "--features", "ASYM_PACKING"],
+                 ["--experiment", "asym", "--json"],
+                 ["--experiment", ""],
+                 ["--quick", "--topology", TOPO, "--workload", "pingpong"],
+                 ["--topology", TOPO, "--duration-ms", "5", "--workload",
+                  "exec:stride=2"],
+                 ["--topology", TOPO, "--duration-ms", "5", "--workload",
+                  "exec:affine=1,stride=99"],
+                 ["--topology", TOPO, "--duration-ms", "5", "--workload",
+                  "exec:affine=1,stride=-1"]):
+        _, err = sim(*args, expect_rc=2)
+        assert err.startswith("fiber-sim:"), (args, err)
+        if "exec:" in " ".join(args):
+            assert "stride" in err, (args, err)
 
 
 def main():

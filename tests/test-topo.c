@@ -505,6 +505,46 @@ static void test_topo_asym_packing_levels(void **state)
 	fb_topo_close(t);
 }
 
+/*
+ * H3 on SMT: CPU kinds that differ between the threads of a core
+ * (p7-kinds.xml: threads 0-1 of each SMT4 core above threads 2-3) put
+ * ASYM_PACKING on the SMT level without FB_VIEW_ASYM_SMT; equal kinds
+ * (a1-kinds.xml has one PU per core, the synthetic string none) do not,
+ * and without ASYM_PACKING no level has it.
+ */
+static void test_topo_asym_smt_from_cpu_kinds(void **state)
+{
+	struct fb_topo *t = open_topo("p7-kinds.xml", true);
+	struct fb_sched_view *v = build(t, 0, FB_VIEW_ASYM_PACKING);
+	struct fb_sched_view *off = build(t, 0, 0);
+	struct fb_topo *t2 = open_topo("pack:1 l3:1 core:2 pu:4", false);
+	struct fb_sched_view *v2 = build(t2, 0, FB_VIEW_ASYM_PACKING);
+
+	(void)state;
+	assert_int_equal(v->nr_workers, 8);
+	for (int w = 0; w < 8; w++) {
+		assert_int_equal(v->sd[w]->span_weight, 4); /* SMT */
+		assert_true(v->sd[w]->flags & FB_SD_ASYM_PACKING);
+		assert_false(off->sd[w]->flags & FB_SD_ASYM_PACKING);
+		assert_false(v2->sd[w]->flags & FB_SD_ASYM_PACKING);
+	}
+	/* Threads 0-1 of any core before threads 2-3 of any, lower ids
+	 * first inside a kind. */
+	assert_true(fb_asym_prefer(v, 0, 1) && fb_asym_prefer(v, 1, 4) &&
+		    fb_asym_prefer(v, 4, 5) && fb_asym_prefer(v, 5, 2) &&
+		    fb_asym_prefer(v, 2, 3) && fb_asym_prefer(v, 3, 6) &&
+		    fb_asym_prefer(v, 6, 7));
+	/* The LLC level's group of core 1 prefers its thread 0. */
+	assert_int_equal(v->sd[6]->parent->groups[v->sd[6]->parent->local_group]
+				 .asym_prefer,
+			 4);
+	fb_topo_view_free(v2);
+	fb_topo_view_free(off);
+	fb_topo_view_free(v);
+	fb_topo_close(t2);
+	fb_topo_close(t);
+}
+
 /* H3-6: CPU kinds make workers 2 and 3 "big": order 2 > 3 > 0 > 1. */
 static void test_topo_asym_priorities_from_cpu_kinds(void **state)
 {
@@ -682,6 +722,7 @@ int main(void)
 		cmocka_unit_test(test_topo_share_llc_and_core),
 		cmocka_unit_test(test_topo_balance_parameters),
 		cmocka_unit_test(test_topo_asym_packing_levels),
+		cmocka_unit_test(test_topo_asym_smt_from_cpu_kinds),
 		cmocka_unit_test(test_topo_asym_priorities_from_cpu_kinds),
 		cmocka_unit_test(test_topo_fewer_workers_take_the_first_pus),
 		cmocka_unit_test(test_topo_view_build_rejects_too_many_workers),

@@ -121,6 +121,9 @@ void sim_cost_default(struct sim_cost *c)
 	c->line[SIM_D_SAME] = 0;
 }
 
+/* The largest cost parameter: about a quarter hour in ns. */
+#define SIM_COST_MAX 1e12
+
 int sim_cost_set(struct sim_cost *c, const char *spec)
 {
 	const char *p = spec;
@@ -151,10 +154,21 @@ int sim_cost_set(struct sim_cost *c, const char *spec)
 		}
 		v = strtod(eq + 1, &stop);
 		end = strchr(eq + 1, ',');
-		if (stop == eq + 1 || (end ? stop != end : *stop) || v < 0) {
+		if (stop == eq + 1 || (end ? stop != end : *stop) ||
+		    !(v >= 0 && v <= SIM_COST_MAX)) {
 			fprintf(stderr,
-				"fiber-sim: --cost: %s wants a number >= 0\n",
-				sim_params[i].name);
+				"fiber-sim: --cost: %s wants a number from 0 "
+				"to %.0g\n",
+				sim_params[i].name, SIM_COST_MAX);
+			return -1;
+		}
+		/* A speed of 0 would never finish a segment; a flag is 0
+		 * or 1. */
+		if ((!strcmp(sim_params[i].unit, "x") && !(v > 0)) ||
+		    (!strcmp(sim_params[i].unit, "bool") && v != 0 && v != 1)) {
+			fprintf(stderr, "fiber-sim: --cost: %s wants %s\n",
+				sim_params[i].name,
+				v == 0 ? "a speed above 0" : "0 or 1");
 			return -1;
 		}
 		*field(c, &sim_params[i]) = v;

@@ -455,8 +455,12 @@ static void wake_worker(struct sim *s, int t, int this)
 		return;
 	}
 	COUNT(s, this, poll_wakes);
+	/* A poller notices once its poll loop runs: not before the work its
+	 * idle path was charged (a newly-idle balance, blocked-load decays)
+	 * is over. */
 	idle_at(s, t,
-		s->cursor + (uint64_t)(line(s, this, t) + s->c.poll_pause_ns));
+		FB_MAX(s->cursor, s->w[t].poll_from) +
+			(uint64_t)(line(s, this, t) + s->c.poll_pause_ns));
 }
 
 /* kick_idle - a backlog on @t while some worker sleeps: wake an idle one. */
@@ -687,6 +691,13 @@ static struct sim_fiber *fiber_alloc(struct sim *s)
 		f = sim_fiber(s, id);
 		s->free_fiber = f->link;
 	} else {
+		if (s->nr_fibers >= SIM_MAX_FIBERS) {
+			fprintf(stderr,
+				"fiber-sim: the workload created more than %d "
+				"fibers\n",
+				SIM_MAX_FIBERS);
+			exit(2);
+		}
 		id = s->nr_fibers++;
 		if ((id >> CHUNK_BITS) >= s->nr_chunks) {
 			s->chunk =
@@ -1431,6 +1442,7 @@ static void poll_start(struct sim *s, int w)
 	fb_store_relaxed(&pw_of(s, w)->idle_stamp, s->cursor);
 	fb_store_relaxed(&pw_of(s, w)->state, FB_WS_POLLING);
 	set_mode(s, w, SW_POLL);
+	x->poll_from = s->cursor;
 	if (next && next < end)
 		end = next;
 	ev_push(s, end, EV_POLL_END, w, x->gen);

@@ -5,7 +5,7 @@
  *   fiber-sim --topology STR|FILE --workload NAME[:k=v,...]
  *             [--features STR] [--seed N] [--duration-ms T] [--json]
  *             [--trace FILE [--trace-format text|chrome]] [--cost k=v,...]
- *   fiber-sim --experiment NAME
+ *   fiber-sim --experiment NAME|list [--seed N] [--quick]
  *
  * --speed prints the wall-clock time and the events per second on
  * stderr; it is the only output that depends on the host.
@@ -22,7 +22,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: fiber-sim --topology STR|FILE --workload NAME[:k=v,...] "
 		"[OPTION]...\n"
-		"       fiber-sim --experiment NAME [--seed N]\n"
+		"       fiber-sim --experiment NAME|list [--seed N] [--quick]\n"
 		"Simulate libfiber's scheduler: the library's own topology and\n"
 		"placement code on simulated workers in virtual time.\n\n"
 		"  --topology STR|FILE  hwloc synthetic string or XML file; one\n"
@@ -47,7 +47,10 @@ static void usage(FILE *out)
 		"  --legacy-idle        the idle path before the gated steal\n"
 		"                       (sched/idle.c's earlier steal and "
 		"poll-loop search)\n"
-		"  --experiment NAME    run one of the experiments below\n"
+		"  --experiment NAME    run one of the experiments below (list:\n"
+		"                       name them); sets its own topology,\n"
+		"                       workload, features and costs\n"
+		"  --quick              with --experiment: the reduced sizes\n"
 		"  --speed              wall-clock time and events/s on stderr\n"
 		"  -h, --help           this text\n\n"
 		"Workloads:\n",
@@ -102,6 +105,7 @@ int main(int argc, char **argv)
 		O_EXPERIMENT,
 		O_SPEED,
 		O_LEGACY,
+		O_QUICK,
 	};
 	static const struct option opts[] = {
 		{ "topology", required_argument, NULL, O_TOPO },
@@ -119,12 +123,13 @@ int main(int argc, char **argv)
 		{ "experiment", required_argument, NULL, O_EXPERIMENT },
 		{ "speed", no_argument, NULL, O_SPEED },
 		{ "legacy-idle", no_argument, NULL, O_LEGACY },
+		{ "quick", no_argument, NULL, O_QUICK },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sim_opts o = { .seed = 1, .blocked_interval = 1 };
 	const char *experiment = NULL, *colon;
-	bool speed = false;
+	bool speed = false, quick = false, run_opts = false;
 	struct sim s;
 	char err[1024];
 	double t0;
@@ -186,6 +191,9 @@ int main(int argc, char **argv)
 		case O_LEGACY:
 			o.legacy_idle = true;
 			break;
+		case O_QUICK:
+			quick = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -199,8 +207,21 @@ int main(int argc, char **argv)
 			argv[optind]);
 		return 2;
 	}
+	run_opts = o.topology || o.workload || o.features || o.cost ||
+		   o.duration_ns || o.json || o.trace || o.trace_chrome ||
+		   o.workers || o.asym_smt || o.legacy_idle ||
+		   o.blocked_interval != 1 || speed;
+	if (experiment && run_opts) {
+		fprintf(stderr, "fiber-sim: --experiment takes only --seed and "
+				"--quick (it sets the rest itself)\n");
+		return 2;
+	}
+	if (quick && !experiment) {
+		fprintf(stderr, "fiber-sim: --quick goes with --experiment\n");
+		return 2;
+	}
 	if (experiment)
-		return sim_experiment(experiment, &o, stdout) ? 2 : 0;
+		return sim_experiment(experiment, &o, quick, stdout) ? 2 : 0;
 	if (!o.topology || !o.workload) {
 		fprintf(stderr, "fiber-sim: --topology and --workload are "
 				"required (see --help)\n");

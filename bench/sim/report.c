@@ -77,7 +77,7 @@ void sim_hist_free(struct sim_hist *h)
 
 /* ---- totals ---------------------------------------------------------------------- */
 
-static void totals(struct sim *s, struct sim_counters *t)
+void sim_totals(struct sim *s, struct sim_counters *t)
 {
 	const uint64_t *f = (const uint64_t *)sim_foreign_counters();
 	uint64_t *o = (uint64_t *)t;
@@ -139,7 +139,7 @@ void sim_report_json(struct sim *s, FILE *out)
 	char desc[512];
 	double dur = (double)s->end_ns;
 
-	totals(s, &t);
+	sim_totals(s, &t);
 	fb_topo_describe(s->topo, desc, sizeof(desc));
 	fprintf(out, "{\"schema\":1,\"tool\":\"fiber-sim\",");
 	fprintf(out, "\"topology\":\"%s\",\"topology_desc\":\"", s->o.topology);
@@ -257,7 +257,7 @@ void sim_report_text(struct sim *s, FILE *out)
 	const struct sim_hist *h = &s->st.wake_lat;
 	double busy = 0;
 
-	totals(s, &t);
+	sim_totals(s, &t);
 	for (int i = 0; i < s->n; i++)
 		busy += (double)s->w[i].busy_ns;
 	fprintf(out,

@@ -37,6 +37,8 @@
 #define SIM_BAL_LEVELS 8       /* FB_BAL_LEVELS */
 #define SIM_WF_SYNC FB_PLACE_WF_SYNC
 #define SIM_MAX_WORKERS FB_MAX_WORKERS
+#define SIM_MAX_FIBERS (1 << 18) /* live and dead records of one run */
+#define SIM_PARAM_MAX 1e9	 /* the largest workload parameter */
 
 #define SIM_US 1000ull
 #define SIM_MS 1000000ull
@@ -197,8 +199,10 @@ struct sim_worker {
 	bool migrating;
 	int migrate_to;
 	int push_fiber;
-	bool poller;  /* holds the poller flag while asleep */
-	double speed; /* the CPU kind's factor */
+	bool poller;	    /* holds the poller flag while asleep */
+	uint64_t poll_from; /* its poll loop starts here, after the idle
+			       path's own work (balance, decays) */
+	double speed;	    /* the CPU kind's factor */
 	/* timers armed by its fibers */
 	struct sim_timer *timers;
 	int nr_timers, cap_timers;
@@ -395,6 +399,8 @@ int sim_params_check(const char *params, const char *const *known, char *err,
 double sim_param(const char *params, const char *key, double def);
 
 /* report.c */
+/* sim_totals - the counters summed over the workers and the foreign row. */
+void sim_totals(struct sim *s, struct sim_counters *t);
 void sim_report_json(struct sim *s, FILE *out);
 void sim_report_text(struct sim *s, FILE *out);
 void sim_trace_wake(struct sim *s, int waker, int prev, int target,
@@ -408,7 +414,15 @@ void sim_trace_open(struct sim *s);
 void sim_trace_close(struct sim *s);
 
 /* experiments.c */
-int sim_experiment(const char *name, const struct sim_opts *base, FILE *out);
+/*
+ * sim_experiment - run experiment @name ("list": name them) with @base's
+ * seed, each case with its feature off and on, and print its table on
+ * @out.  @quick: the reduced sizes the test suite runs.  Returns 0, or -1
+ * with a message on stderr for an unknown name.
+ */
+int sim_experiment(const char *name, const struct sim_opts *base, bool quick,
+		   FILE *out);
+/* sim_experiments_help - one line per experiment, for --help. */
 void sim_experiments_help(FILE *out);
 
 #endif /* FB_SIM_H */

@@ -76,6 +76,7 @@ int sim_params_check(const char *params, const char *const *known, char *err,
 		const char *end = strchr(p, ','), *eq = strchr(p, '=');
 		bool ok = false;
 		char *stop;
+		double v;
 
 		if (!end)
 			end = p + strlen(p);
@@ -90,16 +91,34 @@ int sim_params_check(const char *params, const char *const *known, char *err,
 			if (strlen(known[i]) == (size_t)(eq - p) &&
 			    !strncmp(known[i], p, (size_t)(eq - p)))
 				ok = true;
-		strtod(eq + 1, &stop);
+		v = strtod(eq + 1, &stop);
 		if (!ok || stop != end || eq + 1 == end) {
 			snprintf(err, errlen,
 				 "bad workload parameter \"%.*s\" (see --help)",
 				 (int)(end - p), p);
 			return -1;
 		}
+		if (!(v >= 0 && v <= SIM_PARAM_MAX)) {
+			snprintf(err, errlen,
+				 "workload parameter \"%.*s\": a number from 0 "
+				 "to %.0g",
+				 (int)(end - p), p, SIM_PARAM_MAX);
+			return -1;
+		}
 		p = *end ? end + 1 : end;
 	}
 	return 0;
+}
+
+/* fibers_ok - 0 when @n fibers fit one run (SIM_MAX_FIBERS), else -1 and
+ * the reason in @err. */
+static int fibers_ok(double n, const char *wl, char *err, size_t errlen)
+{
+	if (n <= SIM_MAX_FIBERS)
+		return 0;
+	snprintf(err, errlen, "%s: %.0f fibers, more than the %d one run holds",
+		 wl, n, SIM_MAX_FIBERS);
+	return -1;
 }
 
 /* params_of - what follows "name:" in --workload. */
@@ -195,7 +214,9 @@ static int hb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	struct hackbench *h;
 	unsigned nr;
 
-	if (sim_params_check(p, hb_keys, err, errlen))
+	if (sim_params_check(p, hb_keys, err, errlen) ||
+	    fibers_ok(2 * sim_param(p, "groups", 10) * sim_param(p, "fds", 20),
+		      "hackbench", err, errlen))
 		return -1;
 	h = calloc(1, sizeof(*h));
 	s->wl_state = h;
@@ -368,7 +389,9 @@ static int sb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	uint64_t run = s->o.duration_ns ? s->o.duration_ns : SIM_S;
 	unsigned nr;
 
-	if (sim_params_check(p, sb_keys, err, errlen))
+	if (sim_params_check(p, sb_keys, err, errlen) ||
+	    fibers_ok(sim_param(p, "m", 2) * (sim_param(p, "t", 8) + 1),
+		      "schbench", err, errlen))
 		return -1;
 	b = calloc(1, sizeof(*b));
 	s->wl_state = b;
@@ -497,6 +520,13 @@ static int eb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 		snprintf(err, errlen, "ebizzy runs until --duration-ms");
 		return -1;
 	}
+	if (fibers_ok(sim_param(p, "threads", (double)s->n), "ebizzy", err,
+		      errlen))
+		return -1;
+	if (sim_param(p, "first", -1) >= s->n) {
+		snprintf(err, errlen, "ebizzy: first=K wants K < %d", s->n);
+		return -1;
+	}
 	e = calloc(1, sizeof(*e));
 	s->wl_state = e;
 	e->threads = (unsigned)sim_param(p, "threads", (double)s->n);
@@ -543,7 +573,8 @@ struct execst {
 	unsigned workers;
 	double work_ns;
 	bool affine;
-	int hi; /* mask 0..hi when affine */
+	int hi;	    /* mask 0..hi when affine */
+	int stride; /* mask 0, stride, 2*stride... when > 0 */
 	struct sim_hist create_lat;
 	uint64_t execs, measure_ns;
 };
@@ -564,6 +595,22 @@ static enum sim_act ex_child(struct sim *s, struct sim_fiber *f)
 	return SIM_EXIT;
 }
 
+/* ex_mask - the mask of a parent or child: NULL (unaffined), 0..hi
+ * (taskset -c 0-(n-2)), or every stride-th worker (numactl -C 0,K,2K...). */
+static cpu_set_t *ex_mask(struct sim *s, const struct execst *x)
+{
+	cpu_set_t *m;
+
+	if (!x->affine)
+		return NULL;
+	if (x->stride <= 0)
+		return sim_mask_range(0, x->hi);
+	m = sim_mask_range(0, 0);
+	for (int i = 0; i < s->n; i += x->stride)
+		CPU_SET_S((size_t)i, CPU_ALLOC_SIZE(SIM_MAX_WORKERS), m);
+	return m;
+}
+
 static enum sim_act ex_parent(struct sim *s, struct sim_fiber *f)
 {
 	struct execst *x = s->wl_state;
@@ -572,9 +619,7 @@ static enum sim_act ex_parent(struct sim *s, struct sim_fiber *f)
 	for (;;) {
 		switch (f->pc) {
 		case 0:
-			c = sim_create(s, f, ex_child, EX_CHILD,
-				       x->affine ? sim_mask_range(0, x->hi) :
-						   NULL);
+			c = sim_create(s, f, ex_child, EX_CHILD, ex_mask(s, x));
 			c->t0 = c->wake_ns;
 			c->ws_kb = 0;
 			f->a = c->id;
@@ -596,14 +641,15 @@ static enum sim_act ex_parent(struct sim *s, struct sim_fiber *f)
 	}
 }
 
-static const char *const ex_keys[] = { "workers", "work", "affine", "warmup",
-				       NULL };
+static const char *const ex_keys[] = { "workers", "work",   "affine",
+				       "stride",  "warmup", NULL };
 
 static int ex_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 {
 	const char *p = params_of(spec);
 	uint64_t run = s->o.duration_ns ? s->o.duration_ns : SIM_S;
 	struct execst *x;
+	double stride;
 
 	if (sim_params_check(p, ex_keys, err, errlen))
 		return -1;
@@ -611,19 +657,27 @@ static int ex_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 		snprintf(err, errlen, "exec runs until --duration-ms");
 		return -1;
 	}
+	if (fibers_ok(2 * sim_param(p, "workers", 8), "exec", err, errlen))
+		return -1;
 	x = calloc(1, sizeof(*x));
 	s->wl_state = x;
 	x->workers = (unsigned)sim_param(p, "workers", 8);
 	x->work_ns = US(sim_param(p, "work", 50));
 	x->affine = sim_param(p, "affine", 0) != 0;
 	x->hi = s->n - 2 > 0 ? s->n - 2 : 0;
+	stride = sim_param(p, "stride", 0);
+	if (!(stride >= 0 && stride < s->n) || (stride >= 1 && !x->affine)) {
+		snprintf(err, errlen,
+			 "exec: stride=K wants affine=1 and 0 < K < %d", s->n);
+		return -1;
+	}
+	x->stride = (int)stride;
 	x->measure_ns = (uint64_t)(sim_param(p, "warmup", 0.1) * (double)run);
 	x->create_lat.b = calloc(SIM_HIST_BUCKETS, sizeof(uint32_t));
 	x->create_lat.min = UINT64_MAX;
 	for (unsigned i = 0; i < x->workers; i++) {
-		struct sim_fiber *f =
-			sim_create(s, NULL, ex_parent, EX_PARENT,
-				   x->affine ? sim_mask_range(0, x->hi) : NULL);
+		struct sim_fiber *f = sim_create(s, NULL, ex_parent, EX_PARENT,
+						 ex_mask(s, x));
 
 		f->detached = true;
 		f->ws_kb = 4;
@@ -741,7 +795,8 @@ static int pp_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	struct pingpong *pp;
 	bool pin;
 
-	if (sim_params_check(p, pp_keys, err, errlen))
+	if (sim_params_check(p, pp_keys, err, errlen) ||
+	    fibers_ok(2 * sim_param(p, "pairs", 1), "pingpong", err, errlen))
 		return -1;
 	pp = calloc(1, sizeof(*pp));
 	s->wl_state = pp;
@@ -910,6 +965,8 @@ static int tb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 		snprintf(err, errlen, "tbench runs until --duration-ms");
 		return -1;
 	}
+	if (fibers_ok(2 * sim_param(p, "clients", 8), "tbench", err, errlen))
+		return -1;
 	t = calloc(1, sizeof(*t));
 	s->wl_state = t;
 	t->clients = (unsigned)sim_param(p, "clients", 8);
@@ -995,7 +1052,7 @@ static const struct sim_workload ebizzy = {
 static const struct sim_workload execst = {
 	"exec",
 	"workers=N (8) work=US (50) affine=0|1 (0; 1: mask 0..n-2) "
-	"warmup=FRACTION (0.1)",
+	"stride=K (0; with affine=1: mask 0,K,2K,...) warmup=FRACTION (0.1)",
 	ex_setup,
 	ex_result,
 	ex_cleanup,

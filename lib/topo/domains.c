@@ -223,11 +223,31 @@ static int numa_distances(const struct fb_topo *t, int *out, int max)
 	return nr;
 }
 
+/*
+ * Do two SMT siblings have different CPU kinds?  Then the topology gives
+ * the threads of a core priorities of their own (a POWER7-like core that
+ * runs faster with its high threads idle, described by an XML file's CPU
+ * kinds), and packing acts on the SMT level too (doc/scheduler.md 4.2.2).
+ */
+static bool smt_kinds_differ(const struct build *b)
+{
+	for (int v = 0; v < b->n; v++)
+		for (int w = v + 1; w < b->n; w++)
+			if (pu_of(b, v)->core >= 0 &&
+			    pu_of(b, v)->core == pu_of(b, w)->core &&
+			    pu_of(b, v)->kind != pu_of(b, w)->kind)
+				return true;
+	return false;
+}
+
 /* Step 1: the candidate levels, their flags and parameters. */
 static void make_levels(struct build *b, unsigned flags)
 {
 	unsigned asym = flags & FB_VIEW_ASYM_PACKING ? FB_SD_ASYM_PACKING : 0;
-	unsigned smt_asym = flags & FB_VIEW_ASYM_SMT ? FB_SD_ASYM_PACKING : 0;
+	unsigned smt_asym = (flags & FB_VIEW_ASYM_SMT) ||
+					    (asym && smt_kinds_differ(b)) ?
+				    FB_SD_ASYM_PACKING :
+				    0;
 	bool pkg = level_present(b, FB_LEVEL_PKG);
 	int dist[MAX_LEVELS], nd;
 

@@ -185,7 +185,8 @@ struct fb_llc_shared {
 					   scan until the first estimate */
 } fb_cacheline_aligned;
 
-/* Build flags. */
+/* Build flags.  FB_VIEW_ASYM_PACKING implies FB_VIEW_ASYM_SMT when two SMT
+ * siblings have different CPU kinds (doc/scheduler.md 4.2.2). */
 #define FB_VIEW_ASYM_PACKING                                                   \
 	0x1u		      /* ASYM_PACKING on non-NUMA levels above
 				     SMT (doc/scheduler.md 4.2.2, the x86
