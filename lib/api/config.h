@@ -63,7 +63,9 @@ FB_CONFIG(TOPOLOGY, TEXT, 0, 0, NULL, NULL, topology, FB_CFG(topology),
 FB_CONFIG(BIND, BOOL, 0, 0, NULL, NULL, bind, FB_CFG_SET(bind, bind_set),
 	  "`1` pin workers (round robin over the real PUs on a synthetic "
 	  "topology), `0` do not",
-	  "`1`")
+	  "pinned, and a worker whose CPU another process shares (10 or more "
+	  "preemptions in 100 ms) is unpinned until its CPU has been quiet "
+	  "for 1 s (twice as long after each later unpin, at most 64 s)")
 FB_CONFIG(SCHED_FEATURES, FEATURES, 0, 0, NULL, "", features,
 	  FB_CFG(sched_features),
 	  "scheduler features: `NAME` on, `NO_NAME` off, separated by spaces "

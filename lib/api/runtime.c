@@ -94,8 +94,10 @@ static int start(const struct fiber_config *config)
 	if (rc)
 		goto fail;
 	/* bind -1 (not set): pin, round-robin on the real PUs for a
-	 * synthetic topology. */
-	p.bind = env.bind != 0;
+	 * synthetic topology, and unpin while a CPU is shared (sched/bind.c). */
+	p.bind = env.bind < 0 ? FB_BIND_AUTO :
+		 env.bind     ? FB_BIND_ON :
+				FB_BIND_OFF;
 	p.nr_workers = env.workers ? (int)env.workers : default_workers(topo);
 	p.poll_ns = (uint64_t)env.idle_poll_us * 1000;
 	p.stack_size = env.stack_size;

@@ -191,8 +191,9 @@ void *fb_worker_main(void *arg)
 	thread_stack(w);
 	w->idle_tsan = fb_san_thread_context();
 	fb_guard_worker_start(w);
-	if (fb_rt->params.bind)
+	if (fb_rt->params.bind != FB_BIND_OFF)
 		fb_topo_bind_self(fb_rt->topo, w->id);
+	fb_sched_bind_start(w);
 	for (;;) {
 		fb_topo_quiescent(w->id);
 		fb_sched_finish_switch(w);
@@ -208,6 +209,7 @@ void *fb_worker_main(void *arg)
 		}
 		if (quit(w))
 			break;
+		fb_sched_bind_check(w);
 		idle_entry(w);
 		idle_wait(w);
 	}

@@ -85,6 +85,9 @@ int fb_runtime_create(const struct fb_sched_params *p, struct fb_topo *topo,
 	}
 	r->params = *p;
 	r->topo = topo;
+	/* What an unpinned worker may use: what the caller may. */
+	if (sched_getaffinity(0, sizeof(r->cpus), &r->cpus))
+		CPU_ZERO(&r->cpus);
 	r->nr_workers = p->nr_workers;
 	r->poll_ns = p->poll_ns;
 	r->workers = fb_calloc((size_t)r->nr_workers, sizeof(*r->workers));

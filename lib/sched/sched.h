@@ -11,6 +11,7 @@
 
 #include <fiber.h>
 
+#include <sched.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -343,6 +344,15 @@ struct fb_wbalance {
  * A worker.  The fields others write (state, wakelist, run queue) sit on
  * their own cache lines in @pw and below; the rest is owner-only.
  */
+/* A worker's adaptive pinning (sched/bind.c); owner only. */
+struct fb_wbind {
+	bool pinned;		   /* bound to its PU now */
+	unsigned int quiet;	   /* quiet checks in a row while unpinned */
+	unsigned int quiet_needed; /* before it pins again; 0 before any unpin */
+	long nivcsw;		   /* involuntary switches at the last check */
+	uint64_t next_ns;	   /* next check (coarse clock) */
+};
+
 struct fb_worker {
 	struct fb_pworker pw; /* placement-visible; first member; its first
 				 line holds the wakelist (pw.wakelist) */
@@ -376,6 +386,7 @@ struct fb_worker {
 	uint64_t rng;		      /* per-worker PRNG state */
 	uint64_t next_sis_refresh_ns; /* idle_entry's SIS_UTIL cadence */
 	unsigned int ticks;	/* scheduling points, for fb_sched_tick() */
+	struct fb_wbind bind;	/* sched/bind.c */
 	struct fb_wbalance bal; /* sched/balance.c */
 	struct fb_counters cnt;
 };
@@ -585,7 +596,7 @@ struct fb_worker *fb_runtime_worker(int i);
  * parameters, constant while it runs. */
 struct fb_sched_params {
 	int nr_workers;
-	bool bind;			/* pin workers to PUs (topo/topo.c) */
+	int bind;			/* FB_BIND_*: pin workers to PUs */
 	uint64_t poll_ns;		/* idle poll window */
 	size_t stack_size;		/* the default fiber stack */
 	bool stack_guard;		/* guarded stacks, else slabs */
@@ -596,6 +607,7 @@ struct fb_sched_params {
 /* The running runtime (one per process). */
 struct fb_runtime {
 	int nr_workers;
+	cpu_set_t cpus; /* the creator's affinity: an unpinned worker's */
 	struct fb_worker **workers;
 	struct fb_pworker **pws;
 	struct fb_place_view view;
@@ -831,10 +843,54 @@ bool fb_timespec_valid(const struct timespec *ts);
 void fb_sched_tick(struct fb_worker *w);
 /* Load balancing at the same cadence (sched/balance.c). */
 void fb_sched_balance_tick(struct fb_worker *w);
+/*
+ * Adaptive pinning (sched/bind.c).  FB_BIND_OFF never pins, FB_BIND_ON
+ * always does, FB_BIND_AUTO pins and lets a worker go while its CPU is
+ * shared: FB_BIND_SHARED_PREEMPTS involuntary switches in one check
+ * interval unpin it; FB_BIND_QUIET_CHECKS intervals in a row with at most
+ * FB_BIND_QUIET_PREEMPTS pin it again, twice as many after each later
+ * unpin, up to FB_BIND_QUIET_MAX.  Picked: sharing a CPU with one
+ * CPU-bound process preempts a busy worker every few ms (the kernel's
+ * slice), 20 or more per 100 ms, while a worker alone on its CPU sees
+ * 0-2; a second of quiet before re-pinning keeps a job that pauses
+ * briefly from flipping the workers back and forth.
+ */
+enum { FB_BIND_OFF, FB_BIND_ON, FB_BIND_AUTO };
+enum { FB_BIND_KEEP, FB_BIND_UNPIN, FB_BIND_REPIN };
+#define FB_BIND_CHECK_NS (100 * 1000000ull)
+#define FB_BIND_SHARED_PREEMPTS 10
+#define FB_BIND_QUIET_PREEMPTS 1
+#define FB_BIND_QUIET_CHECKS 10
+#define FB_BIND_QUIET_MAX 640 /* 64 s: the most quiet ever asked */
+/* fb_bind_decide - what a worker in state @b, preempted @preempts times
+ * in the last interval, does: FB_BIND_KEEP, _UNPIN or _REPIN (the caller
+ * then sets b->pinned).  It counts the quiet intervals in @b and doubles
+ * the quiet asked for at each unpin.  Pure: no system call. */
+int fb_bind_decide(struct fb_wbind *b, uint64_t preempts);
+/* fb_sched_bind_start - worker @w's pinning state at its start, after it
+ * pinned itself (or not).  Context: worker @w. */
+void fb_sched_bind_start(struct fb_worker *w);
+/* fb_bind_preempts - the calling thread's involuntary context switches so
+ * far, -1 if unknown: getrusage(RUSAGE_THREAD); tests may replace it. */
+extern long (*fb_bind_preempts)(void);
+void fb_sched_bind_check_slow(struct fb_worker *w, uint64_t now);
+/* fb_sched_bind_check - at most every FB_BIND_CHECK_NS, decide whether
+ * @w stays pinned.  Context: worker @w, at its tick or going idle. */
+static inline void fb_sched_bind_check(struct fb_worker *w)
+{
+	uint64_t now;
+
+	if (fb_likely(fb_rt->params.bind != FB_BIND_AUTO))
+		return;
+	now = fb_now_coarse_ns();
+	if (fb_unlikely(now >= w->bind.next_ns))
+		fb_sched_bind_check_slow(w, now);
+}
 static inline void fb_sched_tick_slow(struct fb_worker *w)
 {
 	fb_sched_tick(w);
 	fb_sched_balance_tick(w);
+	fb_sched_bind_check(w);
 }
 static inline void fb_sched_tick_maybe(struct fb_worker *w)
 {

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-bind.c - adaptive pinning (sched/bind.c).  The decision is tested
+ * as the pure function it is: a pinned worker stays pinned while it is
+ * rarely preempted and lets go at FB_BIND_SHARED_PREEMPTS; an unpinned one
+ * pins again after the quiet intervals asked for, which double at each
+ * later unpin up to a bound.  Then the runtime: a worker whose CPU a
+ * spinning thread shares is unpinned; with an injected preemption count,
+ * a worker unpins (its affinity widens to the process's) and, once quiet,
+ * pins to its PU again; with LIBFIBER_BIND=1 it stays pinned through real
+ * sharing.
+ */
+#include <fiber.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "sched/sched.h"
+
+/* ---- the decision, pure ---- */
+
+static void
+test_bind_pinned_worker_keeps_its_pu_when_rarely_preempted(void **state)
+{
+	struct fb_wbind b = { .pinned = true };
+
+	(void)state;
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(fb_bind_decide(&b,
+						FB_BIND_SHARED_PREEMPTS - 1),
+				 FB_BIND_KEEP);
+	assert_int_equal(fb_bind_decide(&b, FB_BIND_SHARED_PREEMPTS),
+			 FB_BIND_UNPIN);
+	assert_int_equal(b.quiet_needed, FB_BIND_QUIET_CHECKS);
+}
+
+static void test_bind_unpinned_worker_repins_after_quiet_intervals(void **state)
+{
+	struct fb_wbind b = { .pinned = true };
+
+	(void)state;
+	assert_int_equal(fb_bind_decide(&b, 100), FB_BIND_UNPIN);
+	b.pinned = false;
+	/* Still preempted: stays unpinned whatever the count. */
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(fb_bind_decide(&b, FB_BIND_QUIET_PREEMPTS + 1),
+				 FB_BIND_KEEP);
+	for (int i = 1; i < FB_BIND_QUIET_CHECKS; i++)
+		assert_int_equal(fb_bind_decide(&b, FB_BIND_QUIET_PREEMPTS),
+				 FB_BIND_KEEP);
+	/* One noisy interval starts the count again. */
+	assert_int_equal(fb_bind_decide(&b, 50), FB_BIND_KEEP);
+	for (int i = 1; i < FB_BIND_QUIET_CHECKS; i++)
+		assert_int_equal(fb_bind_decide(&b, 0), FB_BIND_KEEP);
+	assert_int_equal(fb_bind_decide(&b, 0), FB_BIND_REPIN);
+}
+
+static void test_bind_quiet_asked_doubles_up_to_the_bound(void **state)
+{
+	struct fb_wbind b = { .pinned = true };
+	unsigned int expect = FB_BIND_QUIET_CHECKS, checks;
+
+	(void)state;
+	for (int round = 0; round < 12; round++) {
+		b.pinned = true;
+		assert_int_equal(fb_bind_decide(&b, 1000), FB_BIND_UNPIN);
+		assert_int_equal(b.quiet_needed, expect);
+		b.pinned = false;
+		checks = 0;
+		while (fb_bind_decide(&b, 0) == FB_BIND_KEEP)
+			checks++;
+		assert_int_equal(checks + 1, expect);
+		if (expect < FB_BIND_QUIET_MAX)
+			expect *= 2;
+	}
+	assert_int_equal(b.quiet_needed, FB_BIND_QUIET_MAX);
+}
+
+/* ---- the runtime ---- */
+
+static atomic_int stop_hog, stop_spin, spin_cpu = -1, spin_cpus;
+static atomic_int want_probe;
+
+static int affinity_count(void)
+{
+	cpu_set_t s;
+
+	if (sched_getaffinity(0, sizeof(s), &s))
+		return -1;
+	return CPU_COUNT(&s);
+}
+
+/* Runs on worker 0, yielding (so the worker ticks) until told to stop;
+ * on request it reports its thread's CPU count. */
+static void *spinner(void *arg)
+{
+	(void)arg;
+	atomic_store(&spin_cpu, sched_getcpu());
+	atomic_store(&spin_cpus, affinity_count());
+	while (!atomic_load(&stop_spin)) {
+		if (atomic_exchange(&want_probe, 0))
+			atomic_store(&spin_cpus, affinity_count());
+		fiber_yield();
+	}
+	return NULL;
+}
+
+static void *hog(void *arg)
+{
+	cpu_set_t s;
+
+	CPU_ZERO(&s);
+	CPU_SET((int)(intptr_t)arg, &s);
+	pthread_setaffinity_np(pthread_self(), sizeof(s), &s);
+	while (!atomic_load(&stop_hog))
+		;
+	return NULL;
+}
+
+/* Wait until @name reaches @n; false after @secs seconds. */
+static bool wait_counter(const char *name, long long n, int secs)
+{
+	for (int i = 0; i < secs * 100; i++) {
+		if (fiber_stats_counter(name) >= n)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static int probe(void)
+{
+	atomic_store(&spin_cpus, 0);
+	atomic_store(&want_probe, 1);
+	while (atomic_load(&spin_cpus) == 0)
+		usleep(1000);
+	return atomic_load(&spin_cpus);
+}
+
+/* Wait until the spinner's thread may use @n CPUs; false after @secs. */
+static bool wait_probe(int n, int secs)
+{
+	for (int i = 0; i < secs * 100; i++) {
+		if (probe() == n)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static fiber_t start_spinner(void)
+{
+	fiber_attr_t attr;
+	cpu_set_t w0;
+	fiber_t f;
+
+	CPU_ZERO(&w0);
+	CPU_SET(0, &w0);
+	assert_int_equal(fiber_attr_init(&attr), 0);
+	assert_int_equal(fiber_attr_setstacksize(&attr, TEST_STACK), 0);
+	assert_int_equal(fiber_attr_setaffinity(&attr, sizeof(w0), &w0), 0);
+	atomic_store(&stop_spin, 0);
+	atomic_store(&spin_cpu, -1);
+	assert_int_equal(fiber_create(&f, &attr, spinner, NULL), 0);
+	fiber_attr_destroy(&attr);
+	while (atomic_load(&spin_cpu) < 0)
+		usleep(1000);
+	return f;
+}
+
+/* A spinning thread on worker 0's CPU: the kernel preempts the worker,
+ * which lets go of its PU. */
+static void test_bind_shared_cpu_unpins(void **state)
+{
+	int all = affinity_count();
+	pthread_t h;
+	fiber_t f;
+
+	(void)state;
+	if (all < 2)
+		skip(); /* unpinning could not widen anything */
+	unsetenv("LIBFIBER_BIND");
+	runtime_start(2);
+	assert_int_equal(fb_rt->params.bind, FB_BIND_AUTO);
+	f = start_spinner();
+	atomic_store(&stop_hog, 0);
+	assert_int_equal(
+		pthread_create(&h, NULL, hog,
+			       (void *)(intptr_t)atomic_load(&spin_cpu)),
+		0);
+	assert_true(wait_counter("unpins", 1, 30));
+	atomic_store(&stop_hog, 1);
+	assert_int_equal(pthread_join(h, NULL), 0);
+	atomic_store(&stop_spin, 1);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	runtime_stop();
+}
+
+/*
+ * The whole cycle with the preemption count injected, so that other load
+ * on the machine cannot make it quiet or noisy: pinned, shared (unpinned:
+ * the worker's affinity is the process's), quiet (pinned again: one CPU).
+ */
+static atomic_long fake_preempts, fake_rate;
+
+static long fake(void)
+{
+	/* Every worker reads it: each check sees at least @fake_rate new
+	 * preemptions since its last. */
+	return atomic_fetch_add(&fake_preempts, atomic_load(&fake_rate)) +
+	       atomic_load(&fake_rate);
+}
+
+static void test_bind_cycle_unpin_and_repin(void **state)
+{
+	int all = affinity_count();
+	long (*saved)(void) = fb_bind_preempts;
+	fiber_t f;
+
+	(void)state;
+	if (all < 2)
+		skip();
+	unsetenv("LIBFIBER_BIND");
+	atomic_store(&fake_rate, 0);
+	fb_bind_preempts = fake;
+	runtime_start(2);
+	f = start_spinner();
+	assert_int_equal(probe(), 1);
+	atomic_store(&fake_rate, 1000);
+	assert_true(wait_probe(all, 30));
+	assert_true(fiber_stats_counter("unpins") >= 1);
+	atomic_store(&fake_rate, 0);
+	assert_true(wait_probe(1, 30));
+	assert_true(fiber_stats_counter("repins") >= 1);
+	atomic_store(&stop_spin, 1);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	runtime_stop();
+	fb_bind_preempts = saved;
+}
+
+static void test_bind_forced_stays_pinned_when_shared(void **state)
+{
+	pthread_t h;
+	fiber_t f;
+
+	(void)state;
+	if (affinity_count() < 2)
+		skip();
+	setenv("LIBFIBER_BIND", "1", 1);
+	runtime_start(2);
+	unsetenv("LIBFIBER_BIND");
+	assert_int_equal(fb_rt->params.bind, FB_BIND_ON);
+	f = start_spinner();
+	atomic_store(&stop_hog, 0);
+	assert_int_equal(
+		pthread_create(&h, NULL, hog,
+			       (void *)(intptr_t)atomic_load(&spin_cpu)),
+		0);
+	/* Ten check intervals of sharing: an adaptive worker unpins in
+	 * one or two. */
+	usleep(10 * FB_BIND_CHECK_NS / 1000);
+	assert_int_equal(probe(), 1);
+	atomic_store(&stop_hog, 1);
+	assert_int_equal(pthread_join(h, NULL), 0);
+	atomic_store(&stop_spin, 1);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(fiber_stats_counter("unpins"), 0);
+	runtime_stop();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		TEST(test_bind_pinned_worker_keeps_its_pu_when_rarely_preempted),
+		TEST(test_bind_unpinned_worker_repins_after_quiet_intervals),
+		TEST(test_bind_quiet_asked_doubles_up_to_the_bound),
+		TEST(test_bind_shared_cpu_unpins),
+		TEST(test_bind_cycle_unpin_and_repin),
+		TEST(test_bind_forced_stays_pinned_when_shared),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
