@@ -81,6 +81,38 @@ static void test_place_balance_h3_1_lone_fiber_moves_up(void **state)
 	sim_close(&s);
 }
 
+/* doc/scheduler.md 1.6.7: the running fiber a balancer offers carries the
+ * affinity its worker published (fb_place_running_as): pinned to the
+ * source, it draws no push request; allowed on the destination, it does. */
+static void test_place_balance_h3_1_pinned_running_fiber_stays(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+	struct fb_pfiber f;
+	cpu_set_t m;
+	const struct {
+		int pin;
+		bool active;
+	} cases[] = { { 3, false }, { -1, true }, { 0, true }, { 1, false } };
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		open_asym(&s, A1, false);
+		sim_set(&s, 3, 1);
+		fb_place_running_as(&f, &m, cases[k].pin);
+		assert_int_equal(fb_pfiber_allows(&f, 0),
+				 cases[k].pin < 0 || cases[k].pin == 0);
+		assert_int_equal(balance(&s, &e, s.sv->sd[0], 0, FB_LB_IDLE,
+					 &f),
+				 FB_LB_PULL);
+		assert_int_equal(e.src, 3);
+		assert_int_equal(e.active, cases[k].active);
+		if (!cases[k].active)
+			assert_true(e.flags & FB_LBF_ALL_PINNED);
+		sim_close(&s);
+	}
+}
+
 static void test_place_balance_h3_2_lowest_priority_first(void **state)
 {
 	struct sim s;
@@ -597,6 +629,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_place_balance_h3_1_lone_fiber_moves_up),
+		cmocka_unit_test(
+			test_place_balance_h3_1_pinned_running_fiber_stays),
 		cmocka_unit_test(test_place_balance_h3_2_lowest_priority_first),
 		cmocka_unit_test(test_place_balance_h3_3_busy_destination),
 		cmocka_unit_test(test_place_balance_h3_4_smt_core_must_be_idle),
