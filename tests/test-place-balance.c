@@ -12,6 +12,7 @@
 #define A2 "pack:1 l3:1 core:2 pu:2"
 #define N1 "pack:2 numa:1 l3:4 core:2 pu:1"
 #define P7 "pack:2 l3:1 core:8 pu:4" /* 64-CPU POWER7, SMT4 */
+#define L2 "pack:1 l3:2 core:2 pu:1"
 
 static void open_asym(struct sim *s, const char *spec, bool xml)
 {
@@ -184,6 +185,39 @@ static void test_place_balance_h3_4_smt_core_must_be_idle(void **state)
 			 FB_LB_BALANCED);
 	assert_false(e.active);
 	sim_close(&s);
+}
+
+/* doc/scheduler.md 4.2.4 item 4: an idle worker never pulls a lone fiber
+ * off a better worker, even from a busier group: on two LLCs of two cores,
+ * with one fiber on each of workers 0 and 1, worker 2 balancing the
+ * package level finds no source; without ASYM_PACKING it takes one. */
+static void test_place_balance_h3_4_no_lone_fiber_off_better(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+
+	(void)state;
+	for (int asym = 1; asym >= 0; asym--) {
+		if (asym) {
+			open_asym(&s, L2, false);
+		} else {
+			sim_open(&s, L2, false, 0);
+			sim_features(0, FB_FEAT_BIT(ASYM_PACKING));
+		}
+		sim_set(&s, 0, 1);
+		sim_set(&s, 1, 1);
+		assert_non_null(s.sv->sd[2]->parent);
+		fb_place_lb_init(&e, &s.v, s.sv->sd[2]->parent, 2, FB_LB_IDLE,
+				 100 * MS, 100);
+		if (asym) {
+			assert_int_equal(fb_place_lb_find(&e), FB_LB_BALANCED);
+			assert_int_equal(e.src, -1);
+		} else {
+			assert_int_equal(fb_place_lb_find(&e), FB_LB_PULL);
+			assert_true(e.src == 0 || e.src == 1);
+		}
+		sim_close(&s);
+	}
 }
 
 static void test_place_balance_h3_5_help_busy_better_core(void **state)
@@ -634,6 +668,8 @@ int main(void)
 		cmocka_unit_test(test_place_balance_h3_2_lowest_priority_first),
 		cmocka_unit_test(test_place_balance_h3_3_busy_destination),
 		cmocka_unit_test(test_place_balance_h3_4_smt_core_must_be_idle),
+		cmocka_unit_test(
+			test_place_balance_h3_4_no_lone_fiber_off_better),
 		cmocka_unit_test(test_place_balance_h3_5_help_busy_better_core),
 		cmocka_unit_test(test_place_balance_h3_6_kinds_move_to_big),
 		cmocka_unit_test(test_place_balance_h3_7_power7_smt4),
