@@ -118,6 +118,10 @@ static inline void sim_fiber(struct fb_pfiber *f, cpu_set_t *allowed)
 	f->nr_allowed = allowed ? CPU_COUNT_S(CPU_ALLOC_SIZE(1024), allowed) :
 				  0;
 	f->custom_affinity = allowed != NULL;
+	f->pin = -1;
+	for (int w = 0; f->nr_allowed == 1 && w < 1024; w++)
+		if (CPU_ISSET_S((size_t)w, CPU_ALLOC_SIZE(1024), allowed))
+			f->pin = w;
 	f->prev = -1;
 	f->recent_used = -1;
 	f->weight = 1024;

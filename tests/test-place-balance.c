@@ -12,6 +12,7 @@
 #define A2 "pack:1 l3:1 core:2 pu:2"
 #define N1 "pack:2 numa:1 l3:4 core:2 pu:1"
 #define P7 "pack:2 l3:1 core:8 pu:4" /* 64-CPU POWER7, SMT4 */
+#define L2 "pack:1 l3:2 core:2 pu:1"
 
 static void open_asym(struct sim *s, const char *spec, bool xml)
 {
@@ -79,6 +80,38 @@ static void test_place_balance_h3_1_lone_fiber_moves_up(void **state)
 			 FB_LB_BALANCED);
 	assert_false(e.active);
 	sim_close(&s);
+}
+
+/* doc/scheduler.md 1.6.7: the running fiber a balancer offers carries the
+ * affinity its worker published (fb_place_running_as): pinned to the
+ * source, it draws no push request; allowed on the destination, it does. */
+static void test_place_balance_h3_1_pinned_running_fiber_stays(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+	struct fb_pfiber f;
+	cpu_set_t m;
+	const struct {
+		int pin;
+		bool active;
+	} cases[] = { { 3, false }, { -1, true }, { 0, true }, { 1, false } };
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		open_asym(&s, A1, false);
+		sim_set(&s, 3, 1);
+		fb_place_running_as(&f, &m, cases[k].pin);
+		assert_int_equal(fb_pfiber_allows(&f, 0),
+				 cases[k].pin < 0 || cases[k].pin == 0);
+		assert_int_equal(balance(&s, &e, s.sv->sd[0], 0, FB_LB_IDLE,
+					 &f),
+				 FB_LB_PULL);
+		assert_int_equal(e.src, 3);
+		assert_int_equal(e.active, cases[k].active);
+		if (!cases[k].active)
+			assert_true(e.flags & FB_LBF_ALL_PINNED);
+		sim_close(&s);
+	}
 }
 
 static void test_place_balance_h3_2_lowest_priority_first(void **state)
@@ -152,6 +185,39 @@ static void test_place_balance_h3_4_smt_core_must_be_idle(void **state)
 			 FB_LB_BALANCED);
 	assert_false(e.active);
 	sim_close(&s);
+}
+
+/* doc/scheduler.md 4.2.4 item 4: an idle worker never pulls a lone fiber
+ * off a better worker, even from a busier group: on two LLCs of two cores,
+ * with one fiber on each of workers 0 and 1, worker 2 balancing the
+ * package level finds no source; without ASYM_PACKING it takes one. */
+static void test_place_balance_h3_4_no_lone_fiber_off_better(void **state)
+{
+	struct sim s;
+	struct fb_lb_env e;
+
+	(void)state;
+	for (int asym = 1; asym >= 0; asym--) {
+		if (asym) {
+			open_asym(&s, L2, false);
+		} else {
+			sim_open(&s, L2, false, 0);
+			sim_features(0, FB_FEAT_BIT(ASYM_PACKING));
+		}
+		sim_set(&s, 0, 1);
+		sim_set(&s, 1, 1);
+		assert_non_null(s.sv->sd[2]->parent);
+		fb_place_lb_init(&e, &s.v, s.sv->sd[2]->parent, 2, FB_LB_IDLE,
+				 100 * MS, 100);
+		if (asym) {
+			assert_int_equal(fb_place_lb_find(&e), FB_LB_BALANCED);
+			assert_int_equal(e.src, -1);
+		} else {
+			assert_int_equal(fb_place_lb_find(&e), FB_LB_PULL);
+			assert_true(e.src == 0 || e.src == 1);
+		}
+		sim_close(&s);
+	}
 }
 
 static void test_place_balance_h3_5_help_busy_better_core(void **state)
@@ -597,9 +663,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_place_balance_h3_1_lone_fiber_moves_up),
+		cmocka_unit_test(
+			test_place_balance_h3_1_pinned_running_fiber_stays),
 		cmocka_unit_test(test_place_balance_h3_2_lowest_priority_first),
 		cmocka_unit_test(test_place_balance_h3_3_busy_destination),
 		cmocka_unit_test(test_place_balance_h3_4_smt_core_must_be_idle),
+		cmocka_unit_test(
+			test_place_balance_h3_4_no_lone_fiber_off_better),
 		cmocka_unit_test(test_place_balance_h3_5_help_busy_better_core),
 		cmocka_unit_test(test_place_balance_h3_6_kinds_move_to_big),
 		cmocka_unit_test(test_place_balance_h3_7_power7_smt4),

@@ -365,6 +365,18 @@ static void test_place_idle_h5_5_ni_random_bookkeeping(void **state)
 	assert_int_equal(d.newidle_call, 513); /* the skip counted */
 	fb_place_newidle_stats(&d, 2);
 	assert_int_equal(d.newidle_success, 258);
+	/* The window is 1024 calls: from 512 calls in, the ratio holds for
+	 * 511 more and moves at the 512th, when the counts halve. */
+	ni_domain(&d);
+	for (int k = 0; k < 511; k++) {
+		fb_place_newidle_stats(&d, 1);
+		assert_int_equal(d.newidle_ratio, FB_NEWIDLE_RATIO_INIT);
+	}
+	assert_int_equal(d.newidle_call, 1023);
+	fb_place_newidle_stats(&d, 1);
+	assert_int_equal(d.newidle_ratio, 256 + 512);
+	assert_int_equal(d.newidle_call, 512);
+	assert_int_equal(d.newidle_success, (256 + 512) / 2);
 	/* every run pulls: the ratio climbs to about 1024 */
 	ni_domain(&d);
 	for (int k = 0; k < 8 * 512; k++) {

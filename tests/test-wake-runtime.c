@@ -455,6 +455,62 @@ static void test_wake_runtime_overloaded_llc_bounds_idle_core_scan(void **state)
 	assert_true(mline.cut_util >= mline.core_scans);
 }
 
+/* A fiber that only exists. */
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
+/* Creates four children pinned to worker 0, its own worker. */
+static void *spawner(void *arg)
+{
+	fiber_attr_t a;
+	cpu_set_t s;
+	fiber_t f[4];
+
+	(void)arg;
+	fiber_attr_init(&a);
+	CPU_ZERO(&s);
+	CPU_SET(0, &s);
+	fiber_attr_setaffinity(&a, sizeof(s), &s);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(fiber_create(&f[i], &a, nothing, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(fiber_join(f[i], NULL), 0);
+	fiber_attr_destroy(&a);
+	return NULL;
+}
+
+/* doc/scheduler.md 3.2.4: a worker whose queue grows to a backlog (three
+ * runnable fibers) while another one sleeps wakes it to steal.  The
+ * children are pinned, so the kicked worker finds nothing to take: the
+ * kick is what is asserted, not where the fibers ran. */
+static void test_wake_runtime_backlog_kicks_a_sleeper(void **state)
+{
+	struct fiber_config c = { 0 };
+	fiber_attr_t a;
+	cpu_set_t s;
+	fiber_t f;
+
+	(void)state;
+	c.workers = 2;
+	c.topology = "pack:1 l3:1 core:2 pu:1";
+	c.idle_poll_us = 0; /* idle workers sleep at once */
+	c.idle_poll_set = 1;
+	assert_int_equal(fiber_init(&c), 0);
+	usleep(20000); /* both asleep */
+	fiber_stats_reset();
+	fiber_attr_init(&a);
+	CPU_ZERO(&s);
+	CPU_SET(0, &s);
+	fiber_attr_setaffinity(&a, sizeof(s), &s);
+	assert_int_equal(fiber_create(&f, &a, spawner, NULL), 0);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	fiber_attr_destroy(&a);
+	assert_true(fiber_stats_counter("kicks") >= 1);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -470,6 +526,9 @@ int main(void)
 		cmocka_unit_test_teardown(
 			test_wake_runtime_overloaded_llc_bounds_idle_core_scan,
 			sis_teardown),
+		cmocka_unit_test_teardown(
+			test_wake_runtime_backlog_kicks_a_sleeper,
+			stop_if_running),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

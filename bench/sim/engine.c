@@ -718,6 +718,7 @@ static struct sim_fiber *fiber_alloc(struct sim *s)
 	f->worker = -1;
 	f->link = -1;
 	f->joiner = -1;
+	f->pf.pin = -1;
 	f->pf.prev = -1;
 	f->pf.recent_used = -1;
 	f->pf.attached = -1;

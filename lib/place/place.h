@@ -117,6 +117,7 @@ struct fb_pfiber {
 	cpu_set_t *allowed; /* NULL: every worker */
 	int nr_allowed;	    /* 0 when allowed == NULL */
 	bool custom_affinity;
+	int pin;	      /* the one worker allowed; -1: several or all */
 	int prev;	      /* worker it last ran on, -1 before */
 	int recent_used;      /* -1 none */
 	unsigned long weight; /* 1024 */
@@ -157,6 +158,32 @@ static inline bool fb_pfiber_allows(const struct fb_pfiber *pf, int w)
 {
 	return pf->allowed == NULL ||
 	       CPU_ISSET_S((size_t)w, CPU_ALLOC_SIZE(1024), pf->allowed);
+}
+
+/*
+ * fb_place_running_as - the candidate a balancer offers for another
+ * worker's running fiber (doc/scheduler.md 1.6.6), whose own affinity it
+ * must not read (the owner may free or replace it meanwhile): built in
+ * @f and @mask from @pin, the fiber's fb_pfiber.pin as its worker
+ * published it at the switch.  Pinned to one worker, it is allowed there
+ * only; otherwise everywhere, and the source checks the real affinity when
+ * it honours a push.  Context: any; pure.
+ */
+static inline void fb_place_running_as(struct fb_pfiber *f, cpu_set_t *mask,
+				       int pin)
+{
+	*f = (struct fb_pfiber){ .pin = pin,
+				 .prev = pin,
+				 .recent_used = -1,
+				 .attached = -1,
+				 .weight = 1024 };
+	if (pin < 0 || pin >= 1024)
+		return;
+	CPU_ZERO_S(CPU_ALLOC_SIZE(1024), mask);
+	CPU_SET_S((size_t)pin, CPU_ALLOC_SIZE(1024), mask);
+	f->allowed = mask;
+	f->nr_allowed = 1;
+	f->custom_affinity = true;
 }
 
 /*

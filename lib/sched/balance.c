@@ -87,10 +87,6 @@ struct bctx {
 	struct fb_balance_ops ops;
 };
 
-/* A fiber pretending to be the source's running one: allowed everywhere;
- * the source checks the real affinity when it honours a push. */
-static const struct fb_pfiber running_stub = { .weight = FB_PELT_CAPACITY };
-
 static uint64_t clock_now(void)
 {
 	return fb_sched_clock();
@@ -222,7 +218,8 @@ static bool op_has_work(void *arg, int i)
  * marked ones off its queue and out of its sums.  Return: how many, in
  * @out.  Context: no lock held; takes src->rq_lock.
  */
-static int detach(struct bctx *c, struct fb_lb_env *env, struct fb_fiber **out)
+static int detach(struct bctx *c, struct fb_lb_env *env, struct fb_fiber **out,
+		  struct fb_pfiber *running, cpu_set_t *mask)
 {
 	struct fb_worker *src = fb_rt->workers[env->src];
 	struct fb_lb_candidate cand[FB_LB_NR_MIGRATE + 1];
@@ -243,7 +240,12 @@ static int detach(struct bctx *c, struct fb_lb_env *env, struct fb_fiber **out)
 		fl[k++] = f;
 	}
 	if (__atomic_load_n(&src->curr, __ATOMIC_RELAXED)) {
-		cand[k] = (struct fb_lb_candidate){ .pf = &running_stub,
+		/* Its affinity as @src published it, not its fb_pfiber: @src
+		 * may free or replace that meanwhile. */
+		fb_place_running_as(running, mask,
+				    __atomic_load_n(&src->curr_pin,
+						    __ATOMIC_RELAXED));
+		cand[k] = (struct fb_lb_candidate){ .pf = running,
 						    .running = true };
 		fl[k++] = NULL;
 	}
@@ -314,10 +316,13 @@ static int op_balance(void *arg, int dst, struct fb_domain *d,
 	struct bctx *c = arg;
 	struct fb_fiber *moved[FB_LB_NR_MIGRATE + 1];
 	struct fb_lb_env env;
+	struct fb_pfiber running;
+	cpu_set_t mask;
 	enum fb_lb_verdict r;
 	bool asym;
 	int n = 0;
 
+	fb_place_running_as(&running, &mask, -1);
 	fb_place_lb_init(&env, &c->v, d, dst, kind, c->now, c->tick);
 	env.refresh = lb_refresh;
 	env.arg = c;
@@ -329,12 +334,12 @@ static int op_balance(void *arg, int dst, struct fb_domain *d,
 		*stop = true;
 	asym = r == FB_LB_PULL && env.busiest.type == FB_GROUP_ASYM_PACKING;
 	if (r == FB_LB_PULL) {
-		n = detach(c, &env, moved);
+		n = detach(c, &env, moved, &running, &mask);
 		env.nr_moved = n;
 		if (n)
 			attach(c, dst, moved, n);
 	}
-	fb_place_lb_finish(&env, r, r == FB_LB_PULL ? &running_stub : NULL);
+	fb_place_lb_finish(&env, r, r == FB_LB_PULL ? &running : NULL);
 	if (env.active)
 		push_request(c, &env);
 	for (int i = 0; i < n; i++)

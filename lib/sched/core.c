@@ -596,6 +596,7 @@ void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
 	fb_store_relaxed(&next->state, FB_FIBER_RUNNING);
 	fb_store_relaxed(&next->on_worker, 1);
 	next->pf.prev = w->id;
+	__atomic_store_n(&w->curr_pin, next->pf.pin, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->curr, next,
 			 __ATOMIC_RELAXED); /* read by balancers */
 	w->prev_switch = prev;

@@ -366,8 +366,9 @@ struct fb_worker {
 
 	/* owner only from here */
 	int id fb_cacheline_aligned;
-	int node;		      /* NUMA node or -1 */
-	struct fb_fiber *curr;	      /* running fiber, NULL in the idle loop */
+	int node;	       /* NUMA node or -1 */
+	struct fb_fiber *curr; /* running fiber, NULL in the idle loop */
+	int curr_pin; /* curr's pf.pin, for balancers: written with curr */
 	struct fb_fiber *runnext;     /* RUNNABLE fiber woken by curr on this
 				     worker, runs next; owner only, not in
 				     the rq nor in nr_running */
