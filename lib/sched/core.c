@@ -511,13 +511,18 @@ const char *fb_wait_kind_name(int kind)
 
 void fb_waiter_wait(struct fb_waiter *w, struct fb_spinlock *lock)
 {
+	struct fb_foreign_wait fw;
+
 	fb_spin_unlock(lock);
 	if (w->fiber) {
 		fb_fiber_park();
 		return;
 	}
+	/* Seen by the deadlock report and the dump (sched/monitor.c). */
+	fb_foreign_wait_begin(&fw, w);
 	while (!fb_load_acquire(w->futexp))
 		fb_futex_wait(w->futexp, 0, NULL);
+	fb_foreign_wait_end(&fw);
 }
 
 void fb_waiter_wake(struct fb_waiter *w, unsigned int flags)
@@ -598,6 +603,9 @@ void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
 	next->pf.prev = w->id;
 	__atomic_store_n(&w->curr, next,
 			 __ATOMIC_RELAXED); /* read by balancers */
+	/* The stall detector's stamp: with switches, what the monitor
+	 * samples (sched/monitor.c); a store, no atomic RMW. */
+	fb_store_relaxed(&w->run_start, now);
 	w->prev_switch = prev;
 	FB_COUNT(w, switches);
 	ctx_switch(prev ? &prev->sp : &w->idle_sp, next->sp, next->stack.map,
@@ -651,7 +659,8 @@ static void schedule(struct fb_worker *w, struct fb_fiber *prev,
 	if (n)
 		next = fb_list_entry(n, struct fb_fiber, rq_node);
 picked:
-	if (next == prev) {
+	if (next == prev) { /* a scheduling point all the same (monitor.c) */
+		fb_store_relaxed(&w->points, fb_load_relaxed(&w->points) + 1);
 		fb_store_relaxed(&prev->state, FB_FIBER_RUNNING);
 		return;
 	}
@@ -720,7 +729,9 @@ bool fb_sched_yield(void)
 	if (!fb_load_relaxed(&w->pw.wakelist) && !w->runnext &&
 	    fb_load_relaxed(&w->pw.nr_running) <= 1) {
 		/* A yield loop must still see its timers and I/O (rule 5),
-		 * and publishers of the view must see it pass (topo/rcu.c). */
+		 * publishers of the view must see it pass (topo/rcu.c), and
+		 * the stall detector too (sched/monitor.c). */
+		fb_store_relaxed(&w->points, fb_load_relaxed(&w->points) + 1);
 		fb_topo_quiescent(w->id);
 		fb_sched_tick_maybe(w);
 		return false;

@@ -127,6 +127,7 @@ sleep:
 	fb_add(&fb_rt->nr_sleepers, 1);
 	fb_sched_idle_sleep(w);
 	fb_sub(&fb_rt->nr_sleepers, 1);
+	fb_monitor_worker_awake(); /* seq_cst after the sub: monitor.c */
 	fb_topo_worker_wake(w->id);
 out:
 	fb_store_seqcst(&w->pw.state, FB_WS_RUNNING);
@@ -187,6 +188,7 @@ void *fb_worker_main(void *arg)
 	sigaddset(&pipe_set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 	fb_this_worker_tls = w;
+	w->tid = (int)gettid();
 	fb_topo_worker_online(w->id);
 	thread_stack(w);
 	w->idle_tsan = fb_san_thread_context();
