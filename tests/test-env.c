@@ -785,6 +785,7 @@ static void test_env_describe_round_trips(void **state)
 	setenv("LIBFIBER_DUMP_SIGNAL", "QUIT", 1);
 	setenv("LIBFIBER_STATS_FILE", "/tmp/stats file", 1);
 	setenv("LIBFIBER_STATS_INTERVAL_MS", "250", 1);
+	setenv("LIBFIBER_TRACE", "trace.json", 1);
 	assert_int_equal(fb_env_load(&e, NULL), 0);
 	mask = (fb_features_default() & ~(UINT64_C(1) << FB_FEAT_TTWU_QUEUE)) |
 	       UINT64_C(1) << FB_FEAT_ASYM_PACKING;
@@ -798,7 +799,7 @@ static void test_env_describe_round_trips(void **state)
 		 "LIBFIBER_STALL_MS=0 "
 		 "LIBFIBER_DEADLOCK=abort LIBFIBER_DUMP_SIGNAL=QUIT "
 		 "LIBFIBER_STATS_FILE=\"/tmp/stats file\" "
-		 "LIBFIBER_STATS_INTERVAL_MS=250",
+		 "LIBFIBER_STATS_INTERVAL_MS=250 LIBFIBER_TRACE=trace.json",
 		 feat);
 	expect_description(&e, want);
 

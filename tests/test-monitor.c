@@ -2,7 +2,7 @@
 /*
  * test-monitor.c - the diagnostics: stall detection and rescue, the
  * deadlock report, fiber_dump() and the dump signal, thread names, the
- * interval statistics and the statistics at exit.  Each
+ * interval statistics, the statistics at exit and the trace.  Each
  * detector fires in a scenario made for it and stays silent in one that
  * only looks like it.  Assertions are on counters, on where fibers ran and
  * on what was printed, never on how long something took.
@@ -667,7 +667,7 @@ static void test_monitor_dump_signal_prints_the_dump(void **state)
 	clear_env();
 }
 
-/* ---- names, statistics --------------------------------------------------- */
+/* ---- names, statistics, trace -------------------------------------------- */
 
 /* The monitor thread carries a name that top -H and gdb show (test-fiber checks
  * the workers' names). */
@@ -878,6 +878,45 @@ static void test_monitor_stats_print_at_exit(void **state)
 	unlink(path);
 }
 
+static void *sem_waiter(void *arg)
+{
+	fiber_sem_wait(arg);
+	return NULL;
+}
+
+/* LIBFIBER_TRACE: run intervals per worker and wakeup arrows. */
+static void test_monitor_trace_has_runs_and_wakeups(void **state)
+{
+	char path[] = "/tmp/test-monitor-trace-XXXXXX", *text;
+	int fd = mkstemp(path);
+	fiber_sem_t s;
+	fiber_t f;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	clear_env();
+	setenv("LIBFIBER_TRACE", path, 1);
+	fiber_sem_init(&s, 0);
+	runtime_start(2);
+	f = spawn("traced", sem_waiter, &s, -1);
+	while (fiber_stats_counter("parks") < 1)
+		usleep(100);
+	fiber_sem_post(&s);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	runtime_stop();
+	text = read_file(path);
+	if (!strstr(text, "{\"traceEvents\":[") ||
+	    !strstr(text, "\"ph\":\"X\",\"name\":\"fiber ") ||
+	    !strstr(text, " traced\"") || !strstr(text, "\"ph\":\"s\"") ||
+	    !strstr(text, "\"ph\":\"f\"") ||
+	    !strstr(text, "\"dropped_events\":0}}"))
+		fail_msg("trace:\n%s", text);
+	free(text);
+	unlink(path);
+	clear_env();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -893,6 +932,7 @@ int main(void)
 		TEST(test_monitor_sleeps_with_only_the_deadlock_check),
 		TEST(test_monitor_interval_lines_come_at_the_rate),
 		TEST(test_monitor_stats_print_at_exit),
+		TEST(test_monitor_trace_has_runs_and_wakeups),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,6 +43,7 @@ struct fb_env {
 	enum fb_dump_signal dump_signal;
 	char *stats_file; /* NULL: stderr */
 	long stats_interval_ms;
+	char *trace; /* NULL: no trace */
 };
 
 struct fb_topo;

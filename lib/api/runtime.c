@@ -65,10 +65,10 @@ static void atfork_register(void)
 
 /*
  * At exit, a runtime still running (the program returned from main, or
- * called exit(), without fiber_shutdown()) still gives its statistics, as
- * a server stopped by a signal that it handles by exiting would want.
- * Registered once, at the first start that asks for them; it does nothing
- * once the runtime is shut down.
+ * called exit(), without fiber_shutdown()) still gives its statistics
+ * and its trace, as a server stopped by a signal that it handles by
+ * exiting would want.  Registered once, at the first start that asks for
+ * either; it does nothing once the runtime is shut down.
  */
 static void at_exit(void)
 {
@@ -78,6 +78,7 @@ static void at_exit(void)
 		return;
 	if (rt_env.stats != FB_STATS_OFF)
 		fb_stats_print_out();
+	fb_trace_write();
 	if (!worker)
 		fb_rt_leave();
 }
@@ -86,7 +87,7 @@ static void at_exit_register(const struct fb_env *env)
 {
 	static bool done;
 
-	if (done || env->stats == FB_STATS_OFF)
+	if (done || (env->stats == FB_STATS_OFF && !env->trace))
 		return;
 	done = !atexit(at_exit);
 }
@@ -145,6 +146,7 @@ static int start(const struct fiber_config *config)
 	p.dump_signal = dump_signals[env.dump_signal];
 	p.interval_ns = (uint64_t)env.stats_interval_ms * 1000000;
 	p.interval_fn = fb_stats_interval_fn();
+	p.trace_path = env.trace; /* env lives as long as the runtime */
 	rc = fb_stats_open(&env);
 	if (rc) {
 		fb_topo_close(topo);

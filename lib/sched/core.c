@@ -88,6 +88,7 @@
 #include <unistd.h>
 
 #include "base/sanitizer.h"
+#include "base/trace.h"
 #include "sched/sched.h"
 #include "topo/rcu.h"
 
@@ -466,6 +467,9 @@ static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
 		/* One worker and the waker runs on it: there is nothing to
 		 * place, and @f left the worker before the waker ran, so its
 		 * on_worker is already 0. */
+		FB_PROBE(wake, f->id, 0, 0, 0, -1);
+		if (fb_unlikely(fb_trace_on))
+			fb_trace_wake_slow(this, f);
 		enqueue(f, this, this);
 		return true;
 	}
@@ -475,6 +479,9 @@ static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
 		if (fb_place_use_wakelist(&v, &f->pf, t,
 					  this ? this->id : -1)) {
 			FB_COUNT(this, wake_on_worker);
+			FB_PROBE(wake, f->id, t, t, 0, -1);
+			if (fb_unlikely(fb_trace_on))
+				fb_trace_wake_slow(this, f);
 			push(f, fb_rt->workers[t], this);
 			fb_sched_view_exit();
 			return true;
@@ -489,6 +496,10 @@ static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
 	t = fb_place_select_wake(&v, &f->pf, waker_pf(), this ? this->id : -1,
 				 flags, fb_now_coarse_ns(), &res);
 	count_wake(this, &res);
+	/* the placement decision: previous worker, target, probes, why */
+	FB_PROBE(wake, f->id, f->pf.prev, t, res.probes, (int)res.pick);
+	if (fb_unlikely(fb_trace_on))
+		fb_trace_wake_slow(this, f);
 	deliver(&v, f, t, this);
 	fb_sched_view_exit();
 	return true;
@@ -557,6 +568,7 @@ static fb_noinline void migrate_finish(struct fb_worker *w, struct fb_fiber *f)
 	fb_sched_view_enter(&v);
 	if (t < 0)
 		t = fb_place_select_wake(&v, &f->pf, NULL, -1, 0, 0, NULL);
+	FB_PROBE(migrate, f->id, w->id, t);
 	deliver(&v, f, t, w);
 	fb_sched_view_exit();
 }
@@ -608,6 +620,9 @@ void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
 	fb_store_relaxed(&w->run_start, now);
 	w->prev_switch = prev;
 	FB_COUNT(w, switches);
+	FB_PROBE(switch, w->id, prev ? prev->id : 0, next->id);
+	if (fb_unlikely(fb_trace_on))
+		fb_trace_run_slow(w, next, now);
 	ctx_switch(prev ? &prev->sp : &w->idle_sp, next->sp, next->stack.map,
 		   next->stack.map_len,
 		   prev && fb_load_relaxed(&prev->state) == FB_FIBER_DEAD,
@@ -676,6 +691,9 @@ picked:
 	} else {
 		__atomic_store_n(&w->curr, NULL,
 				 __ATOMIC_RELAXED); /* read by balancers */
+		FB_PROBE(switch, w->id, prev->id, 0);
+		if (fb_unlikely(fb_trace_on))
+			fb_trace_run_slow(w, NULL, now);
 		w->prev_switch = prev;
 		ctx_switch(&prev->sp, w->idle_sp, w->idle_stack,
 			   w->idle_stack_size, mode == SCHED_EXIT,
@@ -712,6 +730,8 @@ void fb_fiber_park(void)
 		return;
 	}
 	FB_COUNT(w, parks);
+	FB_PROBE(park, f->id, w->id, fb_load_relaxed(&f->waiter)->kind,
+		 fb_load_relaxed(&f->waiter)->obj);
 	schedule(w, f, SCHED_PARK);
 }
 
@@ -801,6 +821,9 @@ void fb_sched_enqueue_new(struct fb_fiber *f, int t)
 
 	fb_add_relaxed(&fb_rt->nr_live, 1);
 	FB_COUNT(this, creates);
+	FB_PROBE(create, f->id, t);
+	if (fb_unlikely(fb_trace_on))
+		fb_trace_create_slow(this, f);
 	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
 	fb_sched_view_enter(&v);
 	deliver(&v, f, t, this);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/sanitizer.h"
+#include "base/trace.h"
 #include "sched/sched.h"
 #include "topo/rcu.h"
 
@@ -50,6 +51,7 @@ static struct fb_fiber *steal(struct fb_worker *w)
 		fb_nr_running_add_local(w, 1);
 		fb_spin_unlock(&w->rq_lock);
 		FB_COUNT(w, steals);
+		FB_PROBE(steal, got->id, vid, w->id);
 	}
 	return got;
 }

@@ -73,6 +73,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/trace.h"
 #include "sched/sched.h"
 
 /* A worker with no scheduling point for this long is rescued (above).
@@ -401,6 +402,7 @@ static void report_stall(struct fb_runtime *r, struct fb_worker *w,
 	n = capture(w, pc, FB_ARRAY_SIZE(pc));
 	if (!still_stalled(w, mw, f))
 		return;
+	FB_PROBE(stall, w->id, id, ns);
 	fprintf(stderr,
 		"libfiber: stall: fiber %llu \"%s\" has run for %.3f s on "
 		"worker %d (thread fiber-w%d, tid %d, state %c) without a "
@@ -508,6 +510,7 @@ static void move_queue(struct fb_monitor *m, struct fb_worker *w)
 		fb_spin_unlock(&t->rq_lock);
 		fb_sched_wake_worker(t, NULL);
 		fb_count_foreign(offsetof(struct fb_counters, stall_moves));
+		FB_PROBE(migrate, got[i]->id, w->id, to[i]);
 	}
 }
 

@@ -135,7 +135,8 @@ int fb_runtime_start(struct fb_runtime *r)
 	fb_store_seqcst(&fb_features_mask, r->params.features);
 	fb_guard_install();
 	fb_stack_set_guarded(r->params.stack_guard);
-	for (i = 0; i < r->nr_workers; i++) {
+	rc = fb_trace_start(r); /* LIBFIBER_TRACE (trace.c) */
+	for (i = 0; !rc && i < r->nr_workers; i++) {
 		rc = pthread_create(&r->workers[i]->thread, NULL,
 				    fb_worker_main, r->workers[i]);
 		if (rc)
@@ -146,6 +147,7 @@ int fb_runtime_start(struct fb_runtime *r)
 		rc = fb_monitor_start(r); /* stalls, deadlocks (monitor.c) */
 	if (rc) {
 		stop_workers(i);
+		fb_trace_stop(r);
 		runtime_free(r);
 		fb_rt = NULL;
 		fb_store_seqcst(&fb_features_mask, fb_features_default());
@@ -298,6 +300,7 @@ long fb_runtime_stop(void)
 		usleep(1000);
 	stop_workers(fb_rt->nr_workers);
 	fb_rt_wait_outside(); /* wakes that raced with the stop */
+	fb_trace_write();
 	return abandon_all();
 }
 
@@ -305,6 +308,7 @@ void fb_runtime_free_current(void)
 {
 	fb_store_release(&fb_rt_up, false);
 	fb_runtime_set_facts(0, 0);
+	fb_trace_stop(fb_rt);
 	runtime_free(fb_rt);
 	fb_rt = NULL;
 	fb_store_seqcst(&fb_features_mask, fb_features_default());

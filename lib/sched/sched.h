@@ -377,6 +377,8 @@ struct fb_worker {
 	 * did not switch (a yield with nothing else to run). */
 	_Atomic uint64_t run_start;
 	_Atomic uint64_t points;
+	/* LIBFIBER_TRACE's buffer (sched/trace.c); NULL when tracing is off */
+	struct fb_trace_buf *trace;
 	/* The stall report's backtrace of this thread (sched/monitor.c):
 	 * the monitor requests, this thread's signal handler fills. */
 	atomic_int bt_state;
@@ -603,12 +605,13 @@ struct fb_sched_params {
 	bool stack_guard;		/* guarded stacks, else slabs */
 	uint64_t features;		/* the initial feature mask */
 	unsigned int blocked_min_ticks; /* blocked-load refresh, in ticks */
-	/* Diagnostics (sched/monitor.c). */
+	/* Diagnostics (sched/monitor.c, sched/trace.c). */
 	uint64_t stall_ns;	   /* stall report threshold; 0: no detector */
 	int deadlock;		   /* FB_DEADLOCK_* */
 	int dump_signal;	   /* a signal that dumps the fibers; 0: none */
 	uint64_t interval_ns;	   /* statistics interval; 0: none */
 	void (*interval_fn)(void); /* writes one interval line (api/) */
+	const char *trace_path;	   /* LIBFIBER_TRACE; NULL: off */
 };
 /* What the monitor does when every fiber is blocked (LIBFIBER_DEADLOCK). */
 enum { FB_DEADLOCK_OFF, FB_DEADLOCK_WARN, FB_DEADLOCK_ABORT };
@@ -804,7 +807,7 @@ void fb_cancel_drop(struct fb_fiber *f);
  * Context: the fiber @f. */
 bool fb_cancel_park(struct fb_fiber *f);
 
-/* ---- diagnostics (sched/monitor.c, sched/dump.c) ---- */
+/* ---- diagnostics (sched/monitor.c, sched/dump.c, sched/trace.c) ---- */
 
 /* fb_monitor_start - start the monitor thread of @r if its parameters
  * ask for one (a stall threshold, a deadlock mode, a dump signal or a
@@ -874,6 +877,20 @@ void fb_bt_print(int fd, const char *prefix, const uintptr_t *pc, int n,
 /* fb_bt_saved - the backtrace of a fiber that is not running, from the
  * context it saved at @sp, bounded by its stack [@sp, @top). */
 int fb_bt_saved(const void *sp, const void *top, uintptr_t *out, int max);
+
+/* LIBFIBER_TRACE (sched/trace.c): per-worker buffers of run intervals and
+ * wakeups, written as a Chrome trace.  fb_trace_on is read once per
+ * switch and per wake; off, the probes cost that one branch. */
+extern bool fb_trace_on;
+int fb_trace_start(struct fb_runtime *r);
+/* fb_trace_write - write the trace to the file LIBFIBER_TRACE names, once
+ * per runtime (the first of shutdown and exit).  Context: any thread. */
+void fb_trace_write(void);
+void fb_trace_stop(struct fb_runtime *r);
+void fb_trace_run_slow(struct fb_worker *w, const struct fb_fiber *f,
+		       uint64_t now);
+void fb_trace_wake_slow(struct fb_worker *this, const struct fb_fiber *f);
+void fb_trace_create_slow(struct fb_worker *this, const struct fb_fiber *f);
 
 /* ---- timers and the poller (sched/timer.c, sched/netpoll.c) ---- */
 
