@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -285,6 +286,31 @@ static void name_frame(struct symfile *sf, uintptr_t a, char *buf, size_t len)
 	snprintf(buf, len, "%s+0x%lx", obj, (unsigned long)link);
 }
 
+int fb_fdprintf(int fd, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		return EINVAL;
+	len = FB_MIN(len, (int)sizeof(buf) - 1);
+	for (int off = 0; off < len;) {
+		ssize_t k = write(fd, buf + off, (size_t)(len - off));
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		off += (int)k;
+	}
+	return 0;
+}
+
 void fb_bt_print(int fd, const char *prefix, const uintptr_t *pc, int n,
 		 bool first_is_return)
 {
@@ -297,8 +323,8 @@ void fb_bt_print(int fd, const char *prefix, const uintptr_t *pc, int n,
 		uintptr_t a = pc[i] - (i || first_is_return ? 1 : 0);
 
 		name_frame(&sf, a, name, sizeof(name));
-		dprintf(fd, "%s#%d 0x%lx %s\n", prefix, i, (unsigned long)pc[i],
-			name);
+		fb_fdprintf(fd, "%s#%d 0x%lx %s\n", prefix, i,
+			    (unsigned long)pc[i], name);
 	}
 	symfile_close(&sf);
 }
@@ -412,16 +438,19 @@ int fb_sched_dump(int fd, const char *title)
 	char name[4 * sizeof(((struct fb_fiber *)0)->name) + 1];
 	long live = fb_load_relaxed(&r->nr_live);
 
-	if (dprintf(fd, "%s: %ld fibers, %d workers\n", title, live,
-		    r->nr_workers) < 0)
-		return errno ? errno : EIO;
+	int rc = fb_fdprintf(fd, "%s: %ld fibers, %d workers\n", title, live,
+			     r->nr_workers);
+
+	if (rc)
+		return rc;
 	for (int i = 0; i < r->nr_workers; i++) {
 		struct fb_worker *w = r->workers[i];
 		uint64_t next = fb_load_relaxed(&w->timers.next);
 
-		dprintf(fd, "worker %d (fiber-w%d): %s, %d runnable%s\n", i, i,
-			worker_state(w), fb_load_relaxed(&w->pw.nr_running),
-			next ? ", timers armed" : "");
+		fb_fdprintf(fd, "worker %d (fiber-w%d): %s, %d runnable%s\n", i,
+			    i, worker_state(w),
+			    fb_load_relaxed(&w->pw.nr_running),
+			    next ? ", timers armed" : "");
 	}
 	for (int i = 0; i < r->nr_workers; i++) {
 		struct rec *rec;
@@ -434,7 +463,8 @@ int fb_sched_dump(int fd, const char *title)
 					       0;
 
 			fb_escape(name, sizeof(name), x->name, strlen(x->name));
-			dprintf(fd,
+			fb_fdprintf(
+				fd,
 				"fiber %llu \"%s\": %s on worker %d for %.3f s"
 				"%s%s\n",
 				(unsigned long long)x->id, name,

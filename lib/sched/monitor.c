@@ -178,15 +178,17 @@ int fb_foreign_wait_dump(int fd)
 		int kind = fb_read_once(&w->kind);
 
 		if (kind == FB_WAIT_JOIN)
-			dprintf(fd, "thread %d: joins fiber %llu for %.3f s\n",
-				fw->tid,
-				(unsigned long long)fb_read_once(&w->data),
-				(double)(now - fw->since) / 1e9);
+			fb_fdprintf(fd,
+				    "thread %d: joins fiber %llu for %.3f s\n",
+				    fw->tid,
+				    (unsigned long long)fb_read_once(&w->data),
+				    (double)(now - fw->since) / 1e9);
 		else
-			dprintf(fd, "thread %d: waits on %s %p for %.3f s\n",
-				fw->tid, fb_wait_kind_name(kind),
-				fb_read_once(&w->obj),
-				(double)(now - fw->since) / 1e9);
+			fb_fdprintf(fd,
+				    "thread %d: waits on %s %p for %.3f s\n",
+				    fw->tid, fb_wait_kind_name(kind),
+				    fb_read_once(&w->obj),
+				    (double)(now - fw->since) / 1e9);
 		k++;
 	}
 	fb_spin_unlock(&fw_lock);
@@ -503,14 +505,15 @@ static void move_queue(struct fb_monitor *m, struct fb_worker *w)
 	fb_spin_unlock(&w->rq_lock);
 	for (int i = 0; i < k; i++) {
 		struct fb_worker *t = m->r->workers[to[i]];
+		uint64_t id = got[i]->id; /* once queued, it may run and end */
 
+		FB_PROBE(migrate, id, w->id, to[i]);
 		fb_spin_lock(&t->rq_lock);
 		fb_list_add_tail(&got[i]->rq_node, &t->rq);
 		atomic_fetch_add(&t->pw.nr_running, 1);
 		fb_spin_unlock(&t->rq_lock);
 		fb_sched_wake_worker(t, NULL);
 		fb_count_foreign(offsetof(struct fb_counters, stall_moves));
-		FB_PROBE(migrate, got[i]->id, w->id, to[i]);
 	}
 }
 

@@ -869,6 +869,12 @@ int fb_sched_dump(int fd, const char *title);
  * only inside the bounds). */
 int fb_bt_walk(uintptr_t pc, uintptr_t fp, uintptr_t lo, uintptr_t hi,
 	       uintptr_t *out, int max);
+/* fb_fdprintf - printf to @fd through one write(2) of at most 1023 bytes
+ * (longer output is cut), no FILE and no allocation: dprintf() leaks its
+ * buffer when the write fails.  Return: 0; write(2)'s errno; EINVAL for a
+ * bad format.  Context: any thread but a signal handler. */
+int fb_fdprintf(int fd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* fb_bt_print - write "PREFIX#N 0x... function+0xoff (object)" for each of
  * @pc[0..@n) to @fd; frames after the first are return addresses (looked
  * up one byte earlier).  Context: any thread but a signal handler. */
