@@ -107,7 +107,7 @@ void fb_fiber_describe(const struct fb_fiber *f, uint64_t now, char *buf,
 	}
 }
 
-/* ---- backtraces ----------------------------------------------------------- */
+/* ---- backtraces ---------------------------------------------------------- */
 
 int fb_bt_walk(uintptr_t pc, uintptr_t fp, uintptr_t lo, uintptr_t hi,
 	       uintptr_t *out, int max)

@@ -131,7 +131,7 @@ void fb_monitor_kick(void)
 	fb_futex_wake(&mon_word, 1);
 }
 
-/* ---- foreign waiters ------------------------------------------------------ */
+/* ---- foreign waiters ----------------------------------------------------- */
 
 /* Threads waiting in fb_waiter_wait; process-wide, like the objects. */
 static struct fb_spinlock fw_lock;
@@ -203,7 +203,7 @@ void fb_foreign_wait_atfork_child(void)
 	fb_store_relaxed(&fb_monitor_parked, 0);
 }
 
-/* ---- the backtrace of a running worker ------------------------------------ */
+/* ---- the backtrace of a running worker ----------------------------------- */
 
 static struct sigaction old_urg;
 static int urg_state; /* 0 not tried, 1 installed, -1 the application's */
