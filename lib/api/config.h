@@ -143,7 +143,8 @@ FB_CONFIG(DEADLOCK, ENUM, 0, 0, "off warn abort", "warn", deadlock,
 FB_CONFIG(DUMP_SIGNAL, ENUM, 0, 0, "off QUIT USR1 USR2", "off", dump_signal,
 	  FB_CFG_NONE,
 	  "a signal that prints a fiber dump (`fiber_dump()`) to stderr: "
-	  "`QUIT`, `USR1` or `USR2` (libfiber takes it over); `off` none",
+	  "`QUIT`, `USR1` or `USR2` (libfiber takes it over until "
+	  "`fiber_shutdown()`, then puts the previous action back); `off` none",
 	  "`off`")
 FB_CONFIG(STATS_FILE, TEXT, 0, 0, NULL, NULL, stats_file, FB_CFG_NONE,
 	  "write the `LIBFIBER_STATS` output and the interval lines to this "

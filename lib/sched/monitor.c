@@ -777,6 +777,10 @@ static void *monitor_main(void *arg)
 	return NULL;
 }
 
+/* The dump signal's action before the runtime took it over, put back at
+ * the stop. */
+static struct sigaction old_dump;
+
 /* The dump signal (LIBFIBER_DUMP_SIGNAL): ask the monitor, which dumps
  * outside the handler. */
 static void on_dump_signal(int sig)
@@ -820,7 +824,7 @@ int fb_monitor_start(struct fb_runtime *r)
 		sa.sa_handler = on_dump_signal;
 		sa.sa_flags = SA_RESTART;
 		sigemptyset(&sa.sa_mask);
-		sigaction(p->dump_signal, &sa, NULL);
+		sigaction(p->dump_signal, &sa, &old_dump);
 	}
 	return 0;
 }
@@ -832,7 +836,7 @@ void fb_monitor_stop(struct fb_runtime *r)
 	if (!m)
 		return;
 	if (r->params.dump_signal)
-		signal(r->params.dump_signal, SIG_DFL);
+		sigaction(r->params.dump_signal, &old_dump, NULL);
 	fb_store_seqcst(&mon_stop, true);
 	fb_monitor_kick();
 	pthread_join(m->thread, NULL);
