@@ -333,6 +333,21 @@ FIBER_API long long fiber_stats_counter(const char *name);
 FIBER_API void fiber_stats_reset(void);
 
 /*
+ * fiber_dump - write every live fiber of the running runtime to @fd, as
+ * Go's runtime prints its goroutines: the workers, then per fiber its id,
+ * name, state, what it waits on (a mutex, cond, sem, chan or pipe by
+ * address, an fd and the direction, a sleep with the time left, the fiber
+ * it joins), for how long, its worker, and for a parked fiber a backtrace
+ * taken from the context it saved; then the threads that wait in
+ * libfiber.  LIBFIBER_DUMP_SIGNAL prints the same on a signal.
+ * Context: any thread; the fibers keep running meanwhile.
+ * Return: 0; ESRCH if no runtime is running; EBADF if @fd is not open for
+ * writing; EPIPE if nobody reads it (no SIGPIPE is raised); another of
+ * write(2)'s errnos.
+ */
+FIBER_API int fiber_dump(int fd);
+
+/*
  * Time and deadlines.  Every clock of this API is CLOCK_MONOTONIC, never
  * CLOCK_REALTIME; the calls differ only in how they take it:
  *  - the _until calls: an absolute deadline, a uint64_t of nanoseconds on

@@ -732,7 +732,9 @@ static void test_env_describe_defaults(void **state)
 		 "LIBFIBER_SCHED_FEATURES=\"%s\" LIBFIBER_STACK_SIZE=256K "
 		 "LIBFIBER_IDLE_POLL_US=50 LIBFIBER_STATS=0 "
 		 "LIBFIBER_BLOCKED_LOAD_INTERVAL_MS=1 LIBFIBER_CLOCK=auto "
-		 "LIBFIBER_OFFLOAD_THREADS=64",
+		 "LIBFIBER_OFFLOAD_THREADS=64 "
+		 "LIBFIBER_STALL_MS=100 LIBFIBER_DEADLOCK=warn "
+		 "LIBFIBER_DUMP_SIGNAL=off LIBFIBER_STATS_INTERVAL_MS=0",
 		 feat);
 	expect_description(&e, want);
 	fb_env_free(&e);
@@ -778,6 +780,12 @@ static void test_env_describe_round_trips(void **state)
 	setenv("LIBFIBER_BLOCKED_LOAD_INTERVAL_MS", "50", 1);
 	setenv("LIBFIBER_CLOCK", "monotonic", 1);
 	setenv("LIBFIBER_OFFLOAD_THREADS", "8", 1);
+	setenv("LIBFIBER_STALL_MS", "0", 1);
+	setenv("LIBFIBER_DEADLOCK", "abort", 1);
+	setenv("LIBFIBER_DUMP_SIGNAL", "QUIT", 1);
+	setenv("LIBFIBER_STATS_FILE", "/tmp/stats file", 1);
+	setenv("LIBFIBER_STATS_INTERVAL_MS", "250", 1);
+	setenv("LIBFIBER_TRACE", "trace.json", 1);
 	assert_int_equal(fb_env_load(&e, NULL), 0);
 	mask = (fb_features_default() & ~(UINT64_C(1) << FB_FEAT_TTWU_QUEUE)) |
 	       UINT64_C(1) << FB_FEAT_ASYM_PACKING;
@@ -787,7 +795,11 @@ static void test_env_describe_round_trips(void **state)
 		 "LIBFIBER_BIND=0 LIBFIBER_SCHED_FEATURES=\"%s\" "
 		 "LIBFIBER_STACK_SIZE=3M LIBFIBER_IDLE_POLL_US=0 "
 		 "LIBFIBER_STATS=json LIBFIBER_BLOCKED_LOAD_INTERVAL_MS=50 "
-		 "LIBFIBER_CLOCK=monotonic LIBFIBER_OFFLOAD_THREADS=8",
+		 "LIBFIBER_CLOCK=monotonic LIBFIBER_OFFLOAD_THREADS=8 "
+		 "LIBFIBER_STALL_MS=0 "
+		 "LIBFIBER_DEADLOCK=abort LIBFIBER_DUMP_SIGNAL=QUIT "
+		 "LIBFIBER_STATS_FILE=\"/tmp/stats file\" "
+		 "LIBFIBER_STATS_INTERVAL_MS=250 LIBFIBER_TRACE=trace.json",
 		 feat);
 	expect_description(&e, want);
 

@@ -6,7 +6,7 @@ Usage: test-sim-validate.py BUILD_ROOT
 
 The same split pipe ping-pong (one pair, 5000 round trips, ping on
 worker 0 and pong on worker 1) runs on the real runtime
-(bench/pipe-pingpong, LIBFIBER_STATS=1) and in fiber-sim on a 2-worker
+(bench/pipe-pingpong, LIBFIBER_STATS=json) and in fiber-sim on a 2-worker
 topology.  The placement counters must agree: wakeups, wakelist pushes
 and placed wakeups within 5%, probes and pulls exactly (none in
 either).  A wakeup that finds its fiber still leaving its worker is
@@ -36,16 +36,15 @@ def derive(c):
 
 
 def runtime():
-    env = dict(os.environ, LIBFIBER_STATS="1")
+    env = dict(os.environ, LIBFIBER_STATS="json")
     proc = subprocess.run(
         [os.path.join(BUILD, "bench", "pipe-pingpong"), "--workers", "2",
          "--loops", LOOPS, "--fibers", "--placement", "split"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env=env, timeout=120, check=True)
-    rows = [l.split() for l in proc.stdout.splitlines() if l.strip()]
-    head = next(r for r in rows if r[:2] == ["worker", "switches"])
-    total = next(r for r in rows if r and r[0] == "total")
-    return derive({k: int(v) for k, v in zip(head[1:], total[1:])})
+    line = next(l for l in proc.stdout.splitlines()
+                if l.startswith('{"clock"'))
+    return derive(json.loads(line)["total"])
 
 
 def simulated():

@@ -99,8 +99,8 @@ FB_CONFIG(IDLE_POLL_US, INT, 0, 1000000, NULL, "50", idle_poll_us,
 	  "`50`")
 /* Words in the order of enum fb_stats_mode. */
 FB_CONFIG(STATS, ENUM, 0, 0, "0 1 json", "0", stats, FB_CFG(stats),
-	  "`1` print a statistics table to stderr at shutdown, `json` one JSON "
-	  "object, `0` nothing",
+	  "`1` print a statistics table at shutdown, or at exit without "
+	  "`fiber_shutdown()`, `json` one JSON object, `0` nothing",
 	  "`0`")
 FB_CONFIG(BLOCKED_LOAD_INTERVAL_MS, INT, 1, 1000, NULL, "1",
 	  blocked_load_interval_ms, FB_CFG_NONE,
@@ -124,3 +124,42 @@ FB_CONFIG(OFFLOAD_THREADS, INT, 1, 1024, NULL, "64", offload_threads,
 	  "blocking calls on, created on demand, gone after 10 s idle, 1 to "
 	  "1024",
 	  "`64`")
+/* 100 ms.  Picked: a request handler that holds its worker that long
+ * delays every other connection on it by as much, worth a line; far above
+ * the scheduling latency of a loaded host.  The monitor wakes every
+ * min(STALL_MS / 2, 10 ms) while a worker is awake (sched/monitor.c). */
+FB_CONFIG(STALL_MS, INT, 0, 60000, NULL, "100", stall_ms, FB_CFG_NONE,
+	  "report a fiber that runs this many ms without a scheduling point "
+	  "(fiber, worker, backtrace; counter `stalls`), and meanwhile let "
+	  "other workers take the stalled worker's queue and timers, 0 to "
+	  "60000; `0` off",
+	  "`100`")
+/* Words in the order of FB_DEADLOCK_* (sched/sched.h). */
+FB_CONFIG(DEADLOCK, ENUM, 0, 0, "off warn abort", "warn", deadlock,
+	  FB_CFG_NONE,
+	  "when every fiber is blocked with no timer and no fd, and a thread "
+	  "waits in libfiber: `warn` print `libfiber: all fibers are blocked` "
+	  "and a fiber dump, `abort` then abort, `off` nothing",
+	  "`warn`")
+/* Words in the order of enum fb_dump_signal (api/env.h). */
+FB_CONFIG(DUMP_SIGNAL, ENUM, 0, 0, "off QUIT USR1 USR2", "off", dump_signal,
+	  FB_CFG_NONE,
+	  "a signal that prints a fiber dump (`fiber_dump()`) to stderr: "
+	  "`QUIT`, `USR1` or `USR2` (libfiber takes it over until "
+	  "`fiber_shutdown()`, then puts the previous action back); `off` none",
+	  "`off`")
+FB_CONFIG(STATS_FILE, TEXT, 0, 0, NULL, NULL, stats_file, FB_CFG_NONE,
+	  "write the `LIBFIBER_STATS` output and the interval lines to this "
+	  "file (truncated when the runtime starts) instead of stderr",
+	  "stderr")
+FB_CONFIG(STATS_INTERVAL_MS, INT, 0, 3600000, NULL, "0", stats_interval_ms,
+	  FB_CFG_NONE,
+	  "also write one line of statistics every this many ms while the "
+	  "runtime runs (one JSON object with `LIBFIBER_STATS=json`), 0 to "
+	  "3600000; `0` none",
+	  "`0`")
+FB_CONFIG(TRACE, TEXT, 0, 0, NULL, NULL, trace, FB_CFG_NONE,
+	  "write a Chrome/Perfetto trace (JSON) of fiber run intervals per "
+	  "worker and wakeup arrows to this file at shutdown or exit; for "
+	  "short runs: 65536 events (2.5 MiB) per worker, then dropped",
+	  "none")

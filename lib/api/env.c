@@ -460,8 +460,14 @@ int fb_env_topo_open(const struct fb_env *env, struct fb_topo **tp)
 
 void fb_env_free(struct fb_env *env)
 {
-	free(env->topology);
-	env->topology = NULL;
+	for (int i = 0; i < V_NR; i++) {
+		char **p = (char **)((char *)env + vars[i].off);
+
+		if (vars[i].kind != K_TEXT)
+			continue;
+		free(*p);
+		*p = NULL;
+	}
 }
 
 /* ---- the description ---------------------------------------------------- */

@@ -18,6 +18,8 @@
 /* FB_STACK_DEFAULT and FB_STACK_MAX: sched/stack.h. */
 
 enum fb_stats_mode { FB_STATS_OFF, FB_STATS_TABLE, FB_STATS_JSON };
+/* LIBFIBER_DUMP_SIGNAL's words, in api/config.h's order. */
+enum fb_dump_signal { FB_DUMP_OFF, FB_DUMP_QUIT, FB_DUMP_USR1, FB_DUMP_USR2 };
 
 /* Filled by fb_env_load() from the table in api/config.h, which gives each
  * field's variable, default and fiber_config counterpart. */
@@ -36,6 +38,12 @@ struct fb_env {
 	long blocked_load_interval_ms;
 	enum fb_clock_kind clock;
 	long offload_threads;
+	long stall_ms;
+	unsigned int deadlock; /* FB_DEADLOCK_* (sched/sched.h) */
+	enum fb_dump_signal dump_signal;
+	char *stats_file; /* NULL: stderr */
+	long stats_interval_ms;
+	char *trace; /* NULL: no trace */
 };
 
 struct fb_topo;
@@ -96,5 +104,19 @@ int fb_parse_stats(const char *var, const char *value, enum fb_stats_mode *out,
  * (base/clock.h). */
 int fb_parse_clock(const char *var, const char *value, enum fb_clock_kind *out,
 		   char *err, size_t errlen);
+
+/*
+ * Statistics output (api/stats.c).  fb_stats_open - send the output where
+ * @env says (LIBFIBER_STATS_FILE, opened and truncated now; stderr
+ * otherwise) in its mode.  Return: 0; EINVAL with the message printed.
+ * fb_stats_close - close that file.  fb_stats_print_out - the
+ * LIBFIBER_STATS output, there.  fb_stats_interval_fn - the monitor's
+ * interval hook (struct fb_sched_params.interval_fn), reset.  Context:
+ * runtime start and stop, under the runtime lock; print_out also at exit.
+ */
+int fb_stats_open(const struct fb_env *env);
+void fb_stats_close(void);
+int fb_stats_print_out(void);
+void (*fb_stats_interval_fn(void))(void);
 
 #endif /* FB_ENV_H */

@@ -297,6 +297,7 @@ static int join_until(fiber_t h, void **retval, uint64_t deadline)
 	if (!f->exited) {
 		/* The reaper retires the handle before it wakes us. */
 		fb_waiter_prepare(&w, FB_WAIT_JOIN | FB_WAIT_CANCELLABLE, f);
+		w.data = (uintptr_t)f->id; /* for the dump: @f may be freed */
 		f->joiner = &w;
 		err = fb_waiter_wait_keep(&w, &s->lock, deadline);
 		if (err == ETIMEDOUT || err == ECANCELED) {

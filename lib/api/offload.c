@@ -69,6 +69,7 @@ static struct {
 	struct fb_list queue;
 	unsigned int nr_threads; /* mutex */
 	unsigned int nr_idle;	 /* mutex: threads waiting on cond */
+	unsigned int nr_queued;	 /* mutex: jobs on queue */
 	unsigned int max_threads;
 	bool cond_ready; /* cond uses CLOCK_MONOTONIC */
 } pool = {
@@ -117,6 +118,7 @@ static void *helper_main(void *unused)
 				break;
 		}
 		j = fb_list_entry(fb_list_pop(&pool.queue), struct job, node);
+		pool.nr_queued--;
 		j->state = JOB_RUNNING;
 		pthread_mutex_unlock(&pool.mutex);
 		j->ret = j->fn(j->arg);
@@ -153,19 +155,25 @@ static int spawn(void)
 	return rc;
 }
 
-/* submit - queue @j, making a helper if none is idle and the bound allows.
+/* submit - queue @j, making a helper if no idle one is left for it and
+ * the bound allows.  An idle helper that was signalled still counts in
+ * nr_idle until it wakes, so the jobs already queued are its: comparing
+ * nr_idle with them, not with 0, keeps a burst of submissions from all
+ * waiting for the one idle helper.
  * Return: 0; EAGAIN if there is no helper and none could be made. */
 static int submit(struct job *j)
 {
 	int rc = 0;
 
 	pthread_mutex_lock(&pool.mutex);
-	if (pool.nr_idle == 0 && pool.nr_threads < pool.max_threads &&
-	    spawn() && pool.nr_threads == 0)
+	if (pool.nr_queued >= pool.nr_idle &&
+	    pool.nr_threads < pool.max_threads && spawn() &&
+	    pool.nr_threads == 0)
 		rc = EAGAIN;
 	if (!rc) {
 		j->state = JOB_QUEUED;
 		fb_list_add_tail(&j->node, &pool.queue);
+		pool.nr_queued++;
 		pthread_cond_signal(&pool.cond);
 	}
 	pthread_mutex_unlock(&pool.mutex);
@@ -183,6 +191,7 @@ static int wait_done(struct job *j)
 		pthread_mutex_lock(&pool.mutex);
 		if (j->state == JOB_QUEUED) {
 			fb_list_del(&j->node);
+			pool.nr_queued--;
 			pthread_mutex_unlock(&pool.mutex);
 			job_put(j); /* the helper's reference */
 			return ECANCELED;
@@ -306,4 +315,5 @@ void fb_offload_atfork(int phase)
 	fb_list_init(&pool.queue);
 	pool.nr_threads = 0;
 	pool.nr_idle = 0;
+	pool.nr_queued = 0;
 }

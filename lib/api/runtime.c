@@ -8,6 +8,8 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <fiber.h>
@@ -61,6 +63,43 @@ static void atfork_register(void)
 	pthread_once(&once, atfork_once);
 }
 
+/*
+ * At exit, a runtime still running (the program returned from main, or
+ * called exit(), without fiber_shutdown()) still gives its statistics
+ * and its trace, as a server stopped by a signal that it handles by
+ * exiting would want.  Registered once, at the first start that asks for
+ * either; it does nothing once the runtime is shut down.
+ */
+static void at_exit(void)
+{
+	bool worker = fb_worker_self() != NULL;
+
+	if (!fb_load_acquire(&fb_rt_up) || (!worker && !fb_rt_enter()))
+		return;
+	if (rt_env.stats != FB_STATS_OFF)
+		fb_stats_print_out();
+	fb_trace_write();
+	if (!worker)
+		fb_rt_leave();
+}
+
+static void at_exit_register(const struct fb_env *env)
+{
+	static bool done;
+
+	if (done || (env->stats == FB_STATS_OFF && !env->trace))
+		return;
+	done = !atexit(at_exit);
+}
+
+/* The signal numbers of LIBFIBER_DUMP_SIGNAL's words. */
+static const int dump_signals[] = {
+	[FB_DUMP_OFF] = 0,
+	[FB_DUMP_QUIT] = SIGQUIT,
+	[FB_DUMP_USR1] = SIGUSR1,
+	[FB_DUMP_USR2] = SIGUSR2,
+};
+
 /* start - a runtime for @config.  Context: fb_runtime_lock held. */
 /* The default worker count: one per PU the process may use (its
  * affinity, which the kernel narrows to the cpuset), but no more than the
@@ -104,13 +143,27 @@ static int start(const struct fiber_config *config)
 	p.stack_guard = env.stack_guard != 0; /* -1, not set: guarded */
 	p.features = env.features;
 	p.blocked_min_ticks = (unsigned int)env.blocked_load_interval_ms;
+	p.stall_ns = (uint64_t)env.stall_ms * 1000000;
+	p.deadlock = (int)env.deadlock;
+	p.dump_signal = dump_signals[env.dump_signal];
+	p.interval_ns = (uint64_t)env.stats_interval_ms * 1000000;
+	p.interval_fn = fb_stats_interval_fn();
+	p.trace_path = env.trace; /* env lives as long as the runtime */
+	rc = fb_stats_open(&env);
+	if (rc) {
+		fb_topo_close(topo);
+		goto fail;
+	}
 	rc = fb_runtime_create(&p, topo, &r);
 	if (!rc)
 		rc = fb_runtime_start(r);
-	if (rc)
+	if (rc) {
+		fb_stats_close();
 		goto fail;
+	}
 	fb_offload_configure((unsigned int)env.offload_threads);
 	rt_env = env;
+	at_exit_register(&env);
 	return 0;
 fail:
 	fb_env_free(&env);
@@ -169,8 +222,9 @@ int fiber_shutdown(void)
 	}
 	abandoned = fb_runtime_stop(); /* sched/runtime.c: the protocol */
 	if (rt_env.stats != FB_STATS_OFF)
-		fb_stats_print_now(2, rt_env.stats == FB_STATS_JSON);
+		fb_stats_print_out();
 	fb_runtime_free_current();
+	fb_stats_close();
 	fb_env_free(&rt_env);
 	fb_runtime_unlock();
 	return abandoned ? EBUSY : 0;

@@ -7,11 +7,20 @@
  * lib/sched/counters.h and are stable.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "api/env.h"
 #include "sched/sched.h"
+
+/* Where the output goes: stderr, or LIBFIBER_STATS_FILE's descriptor
+ * (fb_stats_open); and LIBFIBER_STATS's mode for the interval lines.
+ * Written at start and shutdown under the runtime lock, read by the
+ * monitor and the exit handler while the runtime runs. */
+static int out_fd = 2;
+static bool out_json;
 
 static const char *const names[] = {
 #define FB_COUNTER(name, desc) #name,
@@ -70,6 +79,30 @@ static void put(struct out *o, const char *fmt, ...)
 	}
 }
 
+/* The table fits in FB_STATS_COLUMNS columns. */
+#define FB_STATS_COLUMNS 100
+
+/* put_wrapped - put() that starts a new, indented line rather than go
+ * past FB_STATS_COLUMNS. */
+static void put_wrapped(struct out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void put_wrapped(struct out *o, const char *fmt, ...)
+{
+	char item[128];
+	size_t col = 0;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(item, sizeof(item), fmt, ap);
+	va_end(ap);
+	while (col < o->len && o->buf[o->len - 1 - col] != '\n')
+		col++;
+	if (col + strlen(item) > FB_STATS_COLUMNS)
+		put(o, "\n%8s", "");
+	put(o, "%s", item);
+}
+
 static void json_row(struct out *o, const uint64_t *v)
 {
 	for (size_t i = 0; i < NR_COUNTERS; i++)
@@ -112,13 +145,84 @@ static void level_rows(struct out *o, int w, bool json)
 			    "\"newidle_ni_skips\":%llu}",
 			    first ? "" : ",", d->name, nr, got, asym, skip);
 		else
-			put(o, " %s %llu/%llu/%llu/%llu", d->name, nr, got,
-			    asym, skip);
+			put_wrapped(o, " %s %llu/%llu/%llu/%llu", d->name, nr,
+				    got, asym, skip);
 		first = false;
 	}
 	if (json)
 		put(o, "]");
 	fb_sched_view_exit();
+}
+
+/* flush - write @o's text to @fd.  Return: 0; ENOMEM if it could not be
+ * built; write(2)'s errno. */
+static int flush(const struct out *o, int fd)
+{
+	if (o->failed)
+		return ENOMEM;
+	for (size_t off = 0; off < o->len;) {
+		ssize_t k = write(fd, o->buf + off, o->len - off);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		off += (size_t)k;
+	}
+	return 0;
+}
+
+/* The width of a counter's name, and of a value column. */
+#define NAME_W 20
+#define VALUE_W 11
+
+/*
+ * table - the counters transposed: one row per counter, one column per
+ * worker, then the foreign row's and the total, in blocks of as many
+ * columns as fit in FB_STATS_COLUMNS (6), so that any number of workers
+ * stays readable on a terminal.
+ */
+static void table(struct out *o, int n)
+{
+	int per = (FB_STATS_COLUMNS - NAME_W) / (VALUE_W + 1), cols = n + 2;
+	uint64_t(*v)[NR_COUNTERS] = calloc((size_t)cols, sizeof(*v));
+
+	if (!v) {
+		o->failed = true;
+		return;
+	}
+	for (int c = 0; c < cols - 1; c++) {
+		read_row(c < n ? c : -1, v[c]);
+		for (size_t i = 0; i < NR_COUNTERS; i++)
+			v[cols - 1][i] += v[c][i];
+	}
+	put(o, "libfiber statistics (%d workers, %s clock)\n", n,
+	    fb_clock_name());
+	for (int c0 = 0; c0 < cols; c0 += per) {
+		int c1 = FB_MIN(cols, c0 + per);
+
+		put(o, "%s%-*s", c0 ? "\n" : "", NAME_W, "counter");
+		for (int c = c0; c < c1; c++) {
+			char label[24];
+
+			if (c < n)
+				snprintf(label, sizeof(label), "worker %d", c);
+			else
+				snprintf(label, sizeof(label), "%s",
+					 c == n ? "foreign" : "total");
+			put(o, " %*s", VALUE_W, label);
+		}
+		put(o, "\n");
+		for (size_t i = 0; i < NR_COUNTERS; i++) {
+			put(o, "%-*s", NAME_W, names[i]);
+			for (int c = c0; c < c1; c++)
+				put(o, " %*llu", VALUE_W,
+				    (unsigned long long)v[c][i]);
+			put(o, "\n");
+		}
+	}
+	free(v);
 }
 
 int fb_stats_print_now(int fd, int json)
@@ -150,31 +254,7 @@ int fb_stats_print_now(int fd, int json)
 		json_row(&o, tot);
 		put(&o, "}}\n");
 	} else {
-		put(&o, "libfiber statistics (%d workers, %s clock)\n%-8s", n,
-		    fb_clock_name(), "worker");
-		for (size_t i = 0; i < NR_COUNTERS; i++)
-			put(&o, " %*s", (int)FB_MAX(strlen(names[i]), 8),
-			    names[i]);
-		put(&o, "\n");
-		for (int w = -1; w <= n; w++) {
-			char label[16];
-
-			if (w < n) {
-				read_row(w, v);
-				for (size_t i = 0; i < NR_COUNTERS; i++)
-					tot[i] += v[i];
-				snprintf(label, sizeof(label), "%d", w);
-			} else {
-				memcpy(v, tot, sizeof(v));
-				snprintf(label, sizeof(label), "total");
-			}
-			put(&o, "%-8s", w < 0 ? "foreign" : label);
-			for (size_t i = 0; i < NR_COUNTERS; i++)
-				put(&o, " %*llu",
-				    (int)FB_MAX(strlen(names[i]), 8),
-				    (unsigned long long)v[i]);
-			put(&o, "\n");
-		}
+		table(&o, n);
 		put(&o, "balances/pulls per domain level, bottom up:\n");
 		for (int w = 0; w < n; w++) {
 			put(&o, "%-8d", w);
@@ -182,21 +262,7 @@ int fb_stats_print_now(int fd, int json)
 			put(&o, "\n");
 		}
 	}
-	if (o.failed) {
-		rc = ENOMEM;
-	} else {
-		for (size_t off = 0; off < o.len;) {
-			ssize_t k = write(fd, o.buf + off, o.len - off);
-
-			if (k < 0) {
-				if (errno == EINTR)
-					continue;
-				rc = errno;
-				break;
-			}
-			off += (size_t)k;
-		}
-	}
+	rc = flush(&o, fd);
 	free(o.buf);
 	return rc;
 }
@@ -292,4 +358,96 @@ void fiber_stats_reset(void)
 #undef FB_COUNTER
 	}
 	stats_leave();
+}
+
+/* ---- output options: the file, the interval lines, the exit ------------ */
+
+int fb_stats_open(const struct fb_env *env)
+{
+	int fd;
+
+	out_json = env->stats == FB_STATS_JSON;
+	out_fd = 2;
+	if (!env->stats_file)
+		return 0;
+	fd = open(env->stats_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		  0666);
+	if (fd < 0) {
+		fprintf(stderr,
+			"libfiber: LIBFIBER_STATS_FILE=\"%s\": cannot open it: "
+			"%s; expected a path that can be written\n",
+			env->stats_file, strerror(errno));
+		return EINVAL;
+	}
+	out_fd = fd;
+	return 0;
+}
+
+void fb_stats_close(void)
+{
+	if (out_fd > 2)
+		close(out_fd);
+	out_fd = 2;
+}
+
+int fb_stats_print_out(void)
+{
+	return fb_stats_print_now(out_fd, out_json);
+}
+
+/* The counters an interval line shows the change of, and its state. */
+static const char *const interval_names[] = {
+	"switches", "wakeups", "parks", "steals", "timers_fired", "io_events",
+};
+static uint64_t interval_prev[FB_ARRAY_SIZE(interval_names)];
+static uint64_t interval_t0, interval_nr;
+
+/*
+ * fb_stats_interval - one line of LIBFIBER_STATS_INTERVAL_MS, like the Go
+ * runtime's GODEBUG=schedtrace: time since start, workers, idle workers,
+ * live fibers, each worker's runnable fibers, the change of a few counters
+ * since the last line and the stalls so far.  Context: the monitor
+ * (sched/monitor.c), the runtime running.
+ */
+static void interval(void)
+{
+	int n = fb_runtime_nr_workers(), idle = 0;
+	uint64_t now = fb_now_ns(), d[FB_ARRAY_SIZE(interval_names)];
+	struct out o = { 0 };
+
+	if (!interval_nr++)
+		interval_t0 = now;
+	for (size_t i = 0; i < FB_ARRAY_SIZE(interval_names); i++) {
+		uint64_t v = (uint64_t)counter(interval_names[i], true);
+
+		d[i] = v - interval_prev[i];
+		interval_prev[i] = v;
+	}
+	for (int w = 0; w < n; w++)
+		idle += fb_runtime_worker(w)->curr == NULL;
+	put(&o,
+	    out_json ? "{\"t_ms\":%llu,\"workers\":%d,\"idle\":%d,"
+		       "\"live\":%ld,\"runqueue\":[" :
+		       "libfiber %llums: workers=%d idle=%d live=%ld "
+		       "runqueue=[",
+	    (unsigned long long)((now - interval_t0) / 1000000), n, idle,
+	    fb_load_relaxed(&fb_rt->nr_live));
+	for (int w = 0; w < n; w++)
+		put(&o, "%s%d", w ? (out_json ? "," : " ") : "",
+		    fb_load_relaxed(&fb_runtime_worker(w)->pw.nr_running));
+	put(&o, "]");
+	for (size_t i = 0; i < FB_ARRAY_SIZE(interval_names); i++)
+		put(&o, out_json ? ",\"%s\":%llu" : " %s=+%llu",
+		    interval_names[i], (unsigned long long)d[i]);
+	put(&o, out_json ? ",\"stalls\":%lld}\n" : " stalls=%lld\n",
+	    counter("stalls", true));
+	flush(&o, out_fd);
+	free(o.buf);
+}
+
+void (*fb_stats_interval_fn(void))(void)
+{
+	interval_nr = 0;
+	memset(interval_prev, 0, sizeof(interval_prev));
+	return interval;
 }

@@ -77,6 +77,7 @@
  */
 #include <string.h>
 
+#include "base/trace.h"
 #include "sched/sched.h"
 
 /* Everything one balancing operation needs; the hooks' @arg. */
@@ -283,8 +284,10 @@ static void attach(struct bctx *c, int dst, struct fb_fiber **f, int n)
 	struct fb_worker *t = fb_rt->workers[dst];
 
 	fb_spin_lock(&t->rq_lock);
-	for (int i = 0; i < n; i++) /* attached when they run (sched/sched.h) */
+	for (int i = 0; i < n; i++) { /* attached when they run (sched.h) */
 		fb_list_add_tail(&f[i]->rq_node, &t->rq);
+		FB_PROBE(balance_pull, f[i]->id, f[i]->pf.prev, dst);
+	}
 	nr_running_add(t, c->self, n);
 	fb_spin_unlock(&t->rq_lock);
 	if (t != c->self)

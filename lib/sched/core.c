@@ -88,6 +88,7 @@
 #include <unistd.h>
 
 #include "base/sanitizer.h"
+#include "base/trace.h"
 #include "sched/sched.h"
 #include "topo/rcu.h"
 
@@ -466,6 +467,9 @@ static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
 		/* One worker and the waker runs on it: there is nothing to
 		 * place, and @f left the worker before the waker ran, so its
 		 * on_worker is already 0. */
+		FB_PROBE(wake, f->id, 0, 0, 0, -1);
+		if (fb_unlikely(fb_trace_on))
+			fb_trace_wake_slow(this, f);
 		enqueue(f, this, this);
 		return true;
 	}
@@ -475,6 +479,9 @@ static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
 		if (fb_place_use_wakelist(&v, &f->pf, t,
 					  this ? this->id : -1)) {
 			FB_COUNT(this, wake_on_worker);
+			FB_PROBE(wake, f->id, t, t, 0, -1);
+			if (fb_unlikely(fb_trace_on))
+				fb_trace_wake_slow(this, f);
 			push(f, fb_rt->workers[t], this);
 			fb_sched_view_exit();
 			return true;
@@ -489,6 +496,10 @@ static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
 	t = fb_place_select_wake(&v, &f->pf, waker_pf(), this ? this->id : -1,
 				 flags, fb_now_coarse_ns(), &res);
 	count_wake(this, &res);
+	/* the placement decision: previous worker, target, probes, why */
+	FB_PROBE(wake, f->id, f->pf.prev, t, res.probes, (int)res.pick);
+	if (fb_unlikely(fb_trace_on))
+		fb_trace_wake_slow(this, f);
 	deliver(&v, f, t, this);
 	fb_sched_view_exit();
 	return true;
@@ -511,13 +522,18 @@ const char *fb_wait_kind_name(int kind)
 
 void fb_waiter_wait(struct fb_waiter *w, struct fb_spinlock *lock)
 {
+	struct fb_foreign_wait fw;
+
 	fb_spin_unlock(lock);
 	if (w->fiber) {
 		fb_fiber_park();
 		return;
 	}
+	/* Seen by the deadlock report and the dump (sched/monitor.c). */
+	fb_foreign_wait_begin(&fw, w);
 	while (!fb_load_acquire(w->futexp))
 		fb_futex_wait(w->futexp, 0, NULL);
+	fb_foreign_wait_end(&fw);
 }
 
 void fb_waiter_wake(struct fb_waiter *w, unsigned int flags)
@@ -552,6 +568,7 @@ static fb_noinline void migrate_finish(struct fb_worker *w, struct fb_fiber *f)
 	fb_sched_view_enter(&v);
 	if (t < 0)
 		t = fb_place_select_wake(&v, &f->pf, NULL, -1, 0, 0, NULL);
+	FB_PROBE(migrate, f->id, w->id, t);
 	deliver(&v, f, t, w);
 	fb_sched_view_exit();
 }
@@ -595,12 +612,18 @@ void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
 	fb_sched_pelt_enter(w, next, now);
 	fb_store_relaxed(&next->state, FB_FIBER_RUNNING);
 	fb_store_relaxed(&next->on_worker, 1);
-	next->pf.prev = w->id;
+	fb_write_once(&next->pf.prev, w->id); /* fiber_dump reads it */
 	__atomic_store_n(&w->curr_pin, next->pf.pin, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->curr, next,
 			 __ATOMIC_RELAXED); /* read by balancers */
+	/* The stall detector's stamp: with switches, what the monitor
+	 * samples (sched/monitor.c); a store, no atomic RMW. */
+	fb_store_relaxed(&w->run_start, now);
 	w->prev_switch = prev;
 	FB_COUNT(w, switches);
+	FB_PROBE(switch, w->id, prev ? prev->id : 0, next->id);
+	if (fb_unlikely(fb_trace_on))
+		fb_trace_run_slow(w, next, now);
 	ctx_switch(prev ? &prev->sp : &w->idle_sp, next->sp, next->stack.map,
 		   next->stack.map_len,
 		   prev && fb_load_relaxed(&prev->state) == FB_FIBER_DEAD,
@@ -652,7 +675,8 @@ static void schedule(struct fb_worker *w, struct fb_fiber *prev,
 	if (n)
 		next = fb_list_entry(n, struct fb_fiber, rq_node);
 picked:
-	if (next == prev) {
+	if (next == prev) { /* a scheduling point all the same (monitor.c) */
+		fb_store_relaxed(&w->points, fb_load_relaxed(&w->points) + 1);
 		fb_store_relaxed(&prev->state, FB_FIBER_RUNNING);
 		return;
 	}
@@ -668,6 +692,9 @@ picked:
 	} else {
 		__atomic_store_n(&w->curr, NULL,
 				 __ATOMIC_RELAXED); /* read by balancers */
+		FB_PROBE(switch, w->id, prev->id, 0);
+		if (fb_unlikely(fb_trace_on))
+			fb_trace_run_slow(w, NULL, now);
 		w->prev_switch = prev;
 		ctx_switch(&prev->sp, w->idle_sp, w->idle_stack,
 			   w->idle_stack_size, mode == SCHED_EXIT,
@@ -704,6 +731,8 @@ void fb_fiber_park(void)
 		return;
 	}
 	FB_COUNT(w, parks);
+	FB_PROBE(park, f->id, w->id, fb_load_relaxed(&f->waiter)->kind,
+		 fb_load_relaxed(&f->waiter)->obj);
 	schedule(w, f, SCHED_PARK);
 }
 
@@ -721,7 +750,9 @@ bool fb_sched_yield(void)
 	if (!fb_load_relaxed(&w->pw.wakelist) && !w->runnext &&
 	    fb_load_relaxed(&w->pw.nr_running) <= 1) {
 		/* A yield loop must still see its timers and I/O (rule 5),
-		 * and publishers of the view must see it pass (topo/rcu.c). */
+		 * publishers of the view must see it pass (topo/rcu.c), and
+		 * the stall detector too (sched/monitor.c). */
+		fb_store_relaxed(&w->points, fb_load_relaxed(&w->points) + 1);
 		fb_topo_quiescent(w->id);
 		fb_sched_tick_maybe(w);
 		return false;
@@ -791,6 +822,9 @@ void fb_sched_enqueue_new(struct fb_fiber *f, int t)
 
 	fb_add_relaxed(&fb_rt->nr_live, 1);
 	FB_COUNT(this, creates);
+	FB_PROBE(create, f->id, t);
+	if (fb_unlikely(fb_trace_on))
+		fb_trace_create_slow(this, f);
 	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
 	fb_sched_view_enter(&v);
 	deliver(&v, f, t, this);

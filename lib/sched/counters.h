@@ -82,3 +82,11 @@ FB_COUNTER(newidle_gated, "newly-idle balances stopped by the gate")
 FB_COUNTER(newidle_ni_skips, "newly-idle domain balances skipped by NI_RANDOM")
 FB_COUNTER(nohz_kicks, "sleeping workers kicked to balance or decay for all")
 FB_COUNTER(nohz_passes, "balance passes run for the sleeping workers")
+FB_COUNTER(stalls,
+	   "fibers past LIBFIBER_STALL_MS without a scheduling point (foreign)")
+FB_COUNTER(stall_timers, "timers of a stalled worker fired by the monitor")
+FB_COUNTER(stall_moves,
+	   "fibers moved off a stalled worker's queue by the monitor")
+FB_COUNTER(deadlocks, "reports that all fibers are blocked (LIBFIBER_DEADLOCK)")
+FB_COUNTER(stats_intervals,
+	   "interval statistics written (LIBFIBER_STATS_INTERVAL_MS)")

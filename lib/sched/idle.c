@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/sanitizer.h"
+#include "base/trace.h"
 #include "sched/sched.h"
 #include "topo/rcu.h"
 
@@ -50,6 +51,7 @@ static struct fb_fiber *steal(struct fb_worker *w)
 		fb_nr_running_add_local(w, 1);
 		fb_spin_unlock(&w->rq_lock);
 		FB_COUNT(w, steals);
+		FB_PROBE(steal, got->id, vid, w->id);
 	}
 	return got;
 }
@@ -127,6 +129,7 @@ sleep:
 	fb_add(&fb_rt->nr_sleepers, 1);
 	fb_sched_idle_sleep(w);
 	fb_sub(&fb_rt->nr_sleepers, 1);
+	fb_monitor_worker_awake(); /* seq_cst after the sub: monitor.c */
 	fb_topo_worker_wake(w->id);
 out:
 	fb_store_seqcst(&w->pw.state, FB_WS_RUNNING);
@@ -187,6 +190,7 @@ void *fb_worker_main(void *arg)
 	sigaddset(&pipe_set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 	fb_this_worker_tls = w;
+	w->tid = (int)gettid();
 	fb_topo_worker_online(w->id);
 	thread_stack(w);
 	w->idle_tsan = fb_san_thread_context();

@@ -138,19 +138,23 @@ int fb_runtime_start(struct fb_runtime *r)
 	fb_store_seqcst(&fb_features_mask, r->params.features);
 	fb_guard_install();
 	fb_stack_set_guarded(r->params.stack_guard);
-	for (i = 0; i < r->nr_workers; i++) {
+	rc = fb_trace_start(r); /* LIBFIBER_TRACE (trace.c) */
+	for (i = 0; !rc && i < r->nr_workers; i++) {
 		rc = pthread_create(&r->workers[i]->thread, NULL,
 				    fb_worker_main, r->workers[i]);
 		if (rc)
 			break;
 		name_worker(r->workers[i]);
 	}
+	if (!rc)
+		rc = fb_monitor_start(r); /* stalls, deadlocks (monitor.c) */
 	if (rc) {
 		stop_workers(i);
+		fb_trace_stop(r);
 		runtime_free(r);
 		fb_rt = NULL;
 		fb_store_seqcst(&fb_features_mask, fb_features_default());
-		return EAGAIN;
+		return rc == ENOMEM ? ENOMEM : EAGAIN;
 	}
 	fb_runtime_set_facts(r->nr_workers, r->params.stack_size);
 	fb_store_seqcst(&fb_rt_open, true);
@@ -198,43 +202,6 @@ static bool all_quiet(void)
 /* Abandoned fibers named one by one in the report; the rest are counted. */
 #define FB_ABANDON_REPORT_MAX 32
 
-/* describe - what @f waits on, into @buf.  Context: workers stopped. */
-static void describe(const struct fb_fiber *f, char *buf, size_t len)
-{
-	const struct fb_waiter *w = fb_load_relaxed(&f->waiter);
-	int s = fb_load_relaxed(&f->state);
-	uint64_t now = fb_now_ns();
-
-	if ((s != FB_FIBER_PARKED && s != FB_FIBER_PARKING) || !w) {
-		snprintf(buf, len, "runnable, but its worker had stopped");
-		return;
-	}
-	switch (w->kind) {
-	case FB_WAIT_FD:
-		snprintf(buf, len, "waits on fd %d (events 0x%x)",
-			 (int)(intptr_t)w->obj, (unsigned int)w->data);
-		break;
-	case FB_WAIT_SLEEP:
-		snprintf(buf, len, "sleeps");
-		break;
-	case FB_WAIT_JOIN:
-		snprintf(buf, len, "joins fiber %llu",
-			 (unsigned long long)((const struct fb_fiber *)w->obj)
-				 ->id);
-		break;
-	default:
-		snprintf(buf, len, "waits on %s %p", fb_wait_kind_name(w->kind),
-			 w->obj);
-		break;
-	}
-	if (w->deadline != FB_NO_DEADLINE && w->deadline > now) {
-		size_t n = strlen(buf);
-
-		snprintf(buf + n, len - n, " (%.3f s left)",
-			 (double)(w->deadline - now) / 1e9);
-	}
-}
-
 /* abandon - leave @f behind (see above) and report it.  Context: workers
  * stopped, the gate closed and no foreign thread inside. */
 static void abandon(struct fb_fiber *f, int nth)
@@ -244,7 +211,7 @@ static void abandon(struct fb_fiber *f, int nth)
 	char what[160], name[4 * sizeof(f->name) + 1];
 
 	if (nth < FB_ABANDON_REPORT_MAX) {
-		describe(f, what, sizeof(what));
+		fb_fiber_describe(f, fb_now_ns(), what, sizeof(what));
 		fb_escape(name, sizeof(name), f->name, strlen(f->name));
 		fprintf(stderr, "libfiber:   fiber %llu \"%s\": %s\n",
 			(unsigned long long)f->id, name, what);
@@ -328,12 +295,15 @@ long fb_runtime_stop(void)
 				0;
 		usleep(quiet ? FB_QUIET_NS / 1000 : 1000);
 	}
+	/* The monitor wakes fibers through the gate: stop it first. */
+	fb_monitor_stop(fb_rt);
 	fb_store_seqcst(&fb_rt_open, false);
 	fb_rt_wait_outside();
 	while (fb_load_seqcst(&fb_rt_nr_outside) > 0)
 		usleep(1000);
 	stop_workers(fb_rt->nr_workers);
 	fb_rt_wait_outside(); /* wakes that raced with the stop */
+	fb_trace_write();
 	return abandon_all();
 }
 
@@ -341,6 +311,7 @@ void fb_runtime_free_current(void)
 {
 	fb_store_release(&fb_rt_up, false);
 	fb_runtime_set_facts(0, 0);
+	fb_trace_stop(fb_rt);
 	runtime_free(fb_rt);
 	fb_rt = NULL;
 	fb_store_seqcst(&fb_features_mask, fb_features_default());
@@ -392,6 +363,7 @@ void fb_runtime_atfork(int phase)
 	fb_add(&fb_rt_epoch, 1);
 	fb_store_relaxed(&fb_features_mask, fb_features_default());
 	fb_rt_atfork_child();
+	fb_foreign_wait_atfork_child();
 	fb_poll_atfork_child();
 	fb_topo_atfork_child();
 }

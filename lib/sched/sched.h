@@ -381,6 +381,20 @@ struct fb_worker {
 	void *idle_tsan; /* TSan context of the idle loop (base/sanitizer.h) */
 	void *sigstack;	 /* alternate signal stack (sched/guard.c) */
 	pthread_t thread;
+	int tid; /* the thread's kernel id; set before it runs a fiber */
+	/* What the monitor samples (sched/monitor.c), owner-written with
+	 * relaxed stores: the scheduler clock when curr started running
+	 * (the `now` of fb_sched_switch_to), and the scheduling points that
+	 * did not switch (a yield with nothing else to run). */
+	_Atomic uint64_t run_start;
+	_Atomic uint64_t points;
+	/* LIBFIBER_TRACE's buffer (sched/trace.c); NULL when tracing is off */
+	struct fb_trace_buf *trace;
+	/* The stall report's backtrace of this thread (sched/monitor.c):
+	 * the monitor requests, this thread's signal handler fills. */
+	atomic_int bt_state;
+	int bt_nr;
+	uintptr_t bt_pc[32];
 	struct fb_stack_cache stacks;
 	/* Unused: descriptors are cached with their handle slots
 	 * (sched/handle.c); sched/runtime.c still drains the empty list. */
@@ -603,7 +617,16 @@ struct fb_sched_params {
 	bool stack_guard;		/* guarded stacks, else slabs */
 	uint64_t features;		/* the initial feature mask */
 	unsigned int blocked_min_ticks; /* blocked-load refresh, in ticks */
+	/* Diagnostics (sched/monitor.c, sched/trace.c). */
+	uint64_t stall_ns;	   /* stall report threshold; 0: no detector */
+	int deadlock;		   /* FB_DEADLOCK_* */
+	int dump_signal;	   /* a signal that dumps the fibers; 0: none */
+	uint64_t interval_ns;	   /* statistics interval; 0: none */
+	void (*interval_fn)(void); /* writes one interval line (api/) */
+	const char *trace_path;	   /* LIBFIBER_TRACE; NULL: off */
 };
+/* What the monitor does when every fiber is blocked (LIBFIBER_DEADLOCK). */
+enum { FB_DEADLOCK_OFF, FB_DEADLOCK_WARN, FB_DEADLOCK_ABORT };
 
 /* The running runtime (one per process). */
 struct fb_runtime {
@@ -624,6 +647,7 @@ struct fb_runtime {
 	struct fb_counters foreign; /* foreign threads' counters (atomic adds) */
 	struct fb_place_global g;   /* placement's global state */
 	struct fb_runtime *forked_prev; /* sched/runtime.c's fork handling */
+	struct fb_monitor *mon;		/* sched/monitor.c; NULL: none */
 };
 
 extern struct fb_runtime *fb_rt;
@@ -796,6 +820,97 @@ void fb_cancel_drop(struct fb_fiber *f);
  * Context: the fiber @f. */
 bool fb_cancel_park(struct fb_fiber *f);
 
+/* ---- diagnostics (sched/monitor.c, sched/dump.c, sched/trace.c) ---- */
+
+/* fb_monitor_start - start the monitor thread of @r if its parameters
+ * ask for one (a stall threshold, a deadlock mode, a dump signal or a
+ * statistics interval).  Return: 0; EAGAIN (no thread).
+ * Context: runtime start, workers started. */
+int fb_monitor_start(struct fb_runtime *r);
+/* fb_monitor_stop - stop and join it.  Context: fiber_shutdown, before
+ * the gate closes. */
+void fb_monitor_stop(struct fb_runtime *r);
+/* fb_monitor_kick - wake a parked monitor.  Context: any thread, also a
+ * signal handler (a store and a futex wake). */
+void fb_monitor_kick(void);
+/* fb_monitor_worker_awake - a worker left its idle sleep: a monitor that
+ * sleeps because every worker slept must look again.  Context: that
+ * worker, after its seq_cst decrement of nr_sleepers (monitor.c argues
+ * the order). */
+extern atomic_uint fb_monitor_parked;
+static inline void fb_monitor_worker_awake(void)
+{
+	if (fb_unlikely(fb_load_seqcst(&fb_monitor_parked)))
+		fb_monitor_kick();
+}
+/*
+ * A foreign thread that waits without a deadline (fb_waiter_wait) is
+ * registered for the deadlock report and the dump: fb_foreign_wait_begin
+ * links @fw (on the caller's stack) and kicks a parked monitor;
+ * fb_foreign_wait_end unlinks it.  Context: a foreign thread, no lock.
+ */
+struct fb_foreign_wait {
+	struct fb_list node;
+	const struct fb_waiter *w;
+	int tid;
+	uint64_t since; /* CLOCK_MONOTONIC ns */
+};
+void fb_foreign_wait_begin(struct fb_foreign_wait *fw,
+			   const struct fb_waiter *w);
+void fb_foreign_wait_end(struct fb_foreign_wait *fw);
+/* fb_foreign_wait_dump - one line per registered foreign waiter to @fd;
+ * returns how many.  fb_foreign_wait_atfork_child - forget the parent's. */
+int fb_foreign_wait_dump(int fd);
+void fb_foreign_wait_atfork_child(void);
+
+/* fb_fiber_describe - what @f is doing, for the shutdown report and the
+ * dump ("waits on mutex 0x...", "sleeps (0.9 s left)", "joins fiber 7",
+ * "waits on fd 5 for reading", "runnable"); @now is CLOCK_MONOTONIC.
+ * Context: any thread; @f's stack stays mapped (its worker's live_lock
+ * held, or the workers stopped); reads racy fields once. */
+void fb_fiber_describe(const struct fb_fiber *f, uint64_t now, char *buf,
+		       size_t len);
+/* fb_sched_dump - write every live fiber (id, name, state, what it waits
+ * on and since when, worker, backtrace) to @fd, after a first line that
+ * begins with @title.  Return: 0 or write(2)'s errno.  Context: a worker,
+ * the monitor, or a foreign thread inside the gate. */
+int fb_sched_dump(int fd, const char *title);
+/* fb_bt_walk - follow the frame-pointer chain that starts at @fp, with
+ * the frame's own @pc first (0: none), while each record lies inside
+ * [@lo, @hi) and the chain goes up; store at most @max return addresses
+ * in @out.  Returns how many.  Context: any, async-signal-safe (it reads
+ * only inside the bounds). */
+int fb_bt_walk(uintptr_t pc, uintptr_t fp, uintptr_t lo, uintptr_t hi,
+	       uintptr_t *out, int max);
+/* fb_fdprintf - printf to @fd through one write(2) of at most 1023 bytes
+ * (longer output is cut), no FILE and no allocation: dprintf() leaks its
+ * buffer when the write fails.  Return: 0; write(2)'s errno; EINVAL for a
+ * bad format.  Context: any thread but a signal handler. */
+int fb_fdprintf(int fd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* fb_bt_print - write "PREFIX#N 0x... function+0xoff (object)" for each of
+ * @pc[0..@n) to @fd; frames after the first are return addresses (looked
+ * up one byte earlier).  Context: any thread but a signal handler. */
+void fb_bt_print(int fd, const char *prefix, const uintptr_t *pc, int n,
+		 bool first_is_return);
+/* fb_bt_saved - the backtrace of a fiber that is not running, from the
+ * context it saved at @sp, bounded by its stack [@sp, @top). */
+int fb_bt_saved(const void *sp, const void *top, uintptr_t *out, int max);
+
+/* LIBFIBER_TRACE (sched/trace.c): per-worker buffers of run intervals and
+ * wakeups, written as a Chrome trace.  fb_trace_on is read once per
+ * switch and per wake; off, the probes cost that one branch. */
+extern bool fb_trace_on;
+int fb_trace_start(struct fb_runtime *r);
+/* fb_trace_write - write the trace to the file LIBFIBER_TRACE names, once
+ * per runtime (the first of shutdown and exit).  Context: any thread. */
+void fb_trace_write(void);
+void fb_trace_stop(struct fb_runtime *r);
+void fb_trace_run_slow(struct fb_worker *w, const struct fb_fiber *f,
+		       uint64_t now);
+void fb_trace_wake_slow(struct fb_worker *this, const struct fb_fiber *f);
+void fb_trace_create_slow(struct fb_worker *this, const struct fb_fiber *f);
+
 /* ---- timers and the poller (sched/timer.c, sched/netpoll.c) ---- */
 
 /* fb_timer_arm - arm @t (deadline and fn set) on worker @w's heap.
@@ -808,6 +923,11 @@ bool fb_timer_cancel(struct fb_timer *t);
 /* fb_timer_run - fire the timers of @w due at @now.  Context: worker @w,
  * no lock held, not inside a fiber that is switching out. */
 void fb_timer_run(struct fb_worker *w, uint64_t now);
+/* fb_timer_run_for - fire the timers of @w's heap due at @now on behalf of
+ * a stalled @w, counting them on @self (NULL: the foreign row).  Returns
+ * how many fired.  Context: any thread but @w, no lock held (timer.c's
+ * opening comment argues the race with the owner and with cancel). */
+int fb_timer_run_for(struct fb_worker *w, struct fb_worker *self, uint64_t now);
 /* fb_timer_next - @w's earliest deadline, 0 if none.  Context: owner. */
 uint64_t fb_timer_next(struct fb_worker *w);
 /*

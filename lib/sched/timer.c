@@ -4,8 +4,9 @@
  *
  * Each worker owns a min-heap of armed timers (struct fb_timer_heap in
  * struct fb_worker), ordered by deadline on CLOCK_MONOTONIC.  A fiber arms
- * its timer on the heap of the worker it runs on; only that worker fires
- * the heap: at its scheduling points (fb_sched_tick(), every
+ * its timer on the heap of the worker it runs on; that worker fires the
+ * heap (and, while it is stalled, the monitor: see run() below): at its
+ * scheduling points (fb_sched_tick(), every
  * FB_TICK_SWITCHES switches) and in its idle loop, whose sleep (futex or
  * epoll) is bounded by the heap's next deadline.  No worker can miss its
  * own deadline while idle, and no other worker needs to be told when a
@@ -162,17 +163,33 @@ bool fb_timer_cancel(struct fb_timer *t)
 	return false;
 }
 
-void fb_timer_run(struct fb_worker *w, uint64_t now)
+/*
+ * run - fire @h's timers due at @now, counting them on @self.
+ *
+ * The owner is not the only firer: while a worker is stalled (a fiber
+ * runs without a scheduling point), the monitor fires its due timers
+ * (sched/monitor.c), possibly at the moment the owner comes back and
+ * fires them too.  Nothing here depends on who fires: a timer moves
+ * ARMED -> FIRING under the heap lock, so exactly one firer takes it,
+ * and the other finds it gone from the heap; cancel either unlinks it
+ * while ARMED (under the same lock, so no firer has it) or waits for
+ * DONE, which the firer that took it stores after the callback
+ * returned, whichever thread that is.  The callbacks only claim a waiter
+ * and wake a fiber (expire), which any thread may do.  What a non-owner
+ * must not touch is the owner's counters: they are plain owner-written
+ * words, so the firer counts on its own row.
+ */
+static int run(struct fb_timer_heap *h, struct fb_worker *self, uint64_t now)
 {
-	struct fb_timer_heap *h = &w->timers;
 	struct fb_timer *t;
+	int n = 0;
 
 	for (;;) {
 		fb_spin_lock(&h->lock);
 		t = h->root;
 		if (!t || t->deadline > now) {
 			fb_spin_unlock(&h->lock);
-			return;
+			return n;
 		}
 		heap_remove(h, t);
 		heap_publish(h);
@@ -180,8 +197,19 @@ void fb_timer_run(struct fb_worker *w, uint64_t now)
 		fb_spin_unlock(&h->lock);
 		t->fn(t);
 		fb_store_release(&t->state, FB_TIMER_DONE);
-		FB_COUNT(w, timers_fired);
+		FB_COUNT(self, timers_fired);
+		n++;
 	}
+}
+
+void fb_timer_run(struct fb_worker *w, uint64_t now)
+{
+	run(&w->timers, w, now);
+}
+
+int fb_timer_run_for(struct fb_worker *w, struct fb_worker *self, uint64_t now)
+{
+	return run(&w->timers, self, now);
 }
 
 uint64_t fb_timer_next(struct fb_worker *w)

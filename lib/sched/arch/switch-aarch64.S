@@ -8,6 +8,8 @@
  *
  * void fb_ctx_switch(void **save_sp, void *load_sp)
  * fb_ctx_trampoline: first "return" of a new fiber; calls fb_fiber_main().
+ * x29 = x30 = 0 ends the fiber's call chain for frame-pointer unwinders
+ * (perf record -g, lib/sched/dump.c).
  */
 	.text
 	.globl	fb_ctx_switch

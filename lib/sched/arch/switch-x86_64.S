@@ -14,7 +14,11 @@
  *
  * fb_ctx_trampoline: where a new fiber's first switch "returns" to.  The
  * frame built by fb_ctx_make() puts it in the return slot; it calls
- * fb_fiber_main(), which never returns.
+ * fb_fiber_main(), which never returns.  It ends the fiber's call chain
+ * for every unwinder: rbp = 0 ends a frame-pointer walk (perf record -g,
+ * lib/sched/dump.c, gdb without debug info), and the undefined return
+ * address ends a DWARF one, so a fiber's stack never seems to continue
+ * into whatever the previous owner of the stack left there.
  */
 	.text
 	.globl	fb_ctx_switch
