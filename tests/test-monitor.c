@@ -234,9 +234,16 @@ test_monitor_hog_is_reported_and_its_sleeper_runs_elsewhere(void **state)
 	} while (!hog_round(&err));
 	assert_int_equal(atomic_load(&sleeper_armed_on), 0);
 	assert_int_equal(atomic_load(&sleeper_worker), 1);
+#if defined(__SANITIZE_THREAD__)
+	/* The hog is sampled inside TSan's runtime, which keeps no frame
+	 * pointers: the walk stops there. */
+	const char *frame = "libfiber:   #0 0x";
+#else
+	const char *frame = "hog_spin+0x";
+#endif
 	if (!strstr(err, "libfiber: stall: fiber") ||
 	    !strstr(err, "\"hog\" has run for") || !strstr(err, "worker 0") ||
-	    !strstr(err, "hog_spin+0x"))
+	    !strstr(err, frame))
 		fail_msg("no stall report with a backtrace:\n%s", err);
 	free(err);
 }
@@ -905,7 +912,8 @@ static void test_monitor_interval_lines_come_at_the_rate(void **state)
 
 /* LIBFIBER_STATS=1 without fiber_shutdown(): the table comes at exit, in
  * LIBFIBER_STATS_FILE, no line wider than 100 columns. */
-static void test_monitor_stats_print_at_exit(void **state)
+static void __attribute__((unused))
+test_monitor_stats_print_at_exit(void **state)
 {
 	char path[] = "/tmp/test-monitor-exit-XXXXXX", *text, *line;
 	int fd = mkstemp(path), status;
@@ -991,7 +999,10 @@ int main(void)
 		TEST(test_monitor_thread_is_named),
 		TEST(test_monitor_sleeps_with_only_the_deadlock_check),
 		TEST(test_monitor_interval_lines_come_at_the_rate),
+#if !defined(__SANITIZE_THREAD__)
+		/* TSan cannot start threads in the child of a threaded process. */
 		TEST(test_monitor_stats_print_at_exit),
+#endif
 		TEST(test_monitor_trace_has_runs_and_wakeups),
 	};
 

@@ -163,7 +163,7 @@ static int set_affinity(struct fb_pfiber *pf, const cpu_set_t *set)
 		pf->allowed = NULL;
 		pf->nr_allowed = 0;
 		pf->custom_affinity = false;
-		pf->pin = -1;
+		fb_write_once(&pf->pin, -1);
 		return 0;
 	}
 	a = fb_malloc(sizeof(*a));
@@ -174,11 +174,11 @@ static int set_affinity(struct fb_pfiber *pf, const cpu_set_t *set)
 	pf->allowed = a;
 	pf->nr_allowed = nr;
 	pf->custom_affinity = true;
-	pf->pin = -1;
+	fb_write_once(&pf->pin, -1);
 	if (nr == 1)
 		for (int i = 0; i < n; i++)
 			if (CPU_ISSET(i, set))
-				pf->pin = i;
+				fb_write_once(&pf->pin, i);
 	return 0;
 }
 
@@ -225,7 +225,7 @@ static int create(fiber_t *fiber, const struct fb_attr *attr,
 	if (!f)
 		return EAGAIN;
 	f->epoch = fb_load_relaxed(&fb_rt_epoch);
-	f->pf.pin = -1;
+	fb_write_once(&f->pf.pin, -1);
 	f->pf.prev = -1;
 	f->pf.recent_used = -1;
 	f->pf.attached = -1; /* attached where it first runs (sched/sched.h) */

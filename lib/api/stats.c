@@ -424,7 +424,7 @@ static void interval(void)
 		interval_prev[i] = v;
 	}
 	for (int w = 0; w < n; w++)
-		idle += fb_runtime_worker(w)->curr == NULL;
+		idle += fb_read_once(&fb_runtime_worker(w)->curr) == NULL;
 	put(&o,
 	    out_json ? "{\"t_ms\":%llu,\"workers\":%d,\"idle\":%d,"
 		       "\"live\":%ld,\"runqueue\":[" :

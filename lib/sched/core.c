@@ -613,7 +613,8 @@ void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
 	fb_store_relaxed(&next->state, FB_FIBER_RUNNING);
 	fb_store_relaxed(&next->on_worker, 1);
 	fb_write_once(&next->pf.prev, w->id); /* fiber_dump reads it */
-	__atomic_store_n(&w->curr_pin, next->pf.pin, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->curr_pin, fb_read_once(&next->pf.pin),
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&w->curr, next,
 			 __ATOMIC_RELAXED); /* read by balancers */
 	/* The stall detector's stamp: with switches, what the monitor

@@ -43,6 +43,11 @@
 
 #include "sched/sched.h"
 
+/* A dump reads live fibers as they change, by design: a snapshot that
+ * may be a moment stale, never a lock a stuck fiber could hold.  TSan
+ * would report each such read. */
+#define FB_DUMP_RACY __attribute__((no_sanitize_thread))
+
 /* ---- what a fiber is doing ---------------------------------------------- */
 
 static const char *fd_direction(uint32_t events)
@@ -55,8 +60,8 @@ static const char *fd_direction(uint32_t events)
 			   "events";
 }
 
-void fb_fiber_describe(const struct fb_fiber *f, uint64_t now, char *buf,
-		       size_t len)
+FB_DUMP_RACY void fb_fiber_describe(const struct fb_fiber *f, uint64_t now,
+				    char *buf, size_t len)
 {
 	const struct fb_waiter *w = fb_load_relaxed(&f->waiter);
 	int s = fb_load_relaxed(&f->state), kind;
@@ -109,8 +114,8 @@ void fb_fiber_describe(const struct fb_fiber *f, uint64_t now, char *buf,
 
 /* ---- backtraces ---------------------------------------------------------- */
 
-int fb_bt_walk(uintptr_t pc, uintptr_t fp, uintptr_t lo, uintptr_t hi,
-	       uintptr_t *out, int max)
+FB_DUMP_RACY int fb_bt_walk(uintptr_t pc, uintptr_t fp, uintptr_t lo,
+			    uintptr_t hi, uintptr_t *out, int max)
 {
 	int n = 0;
 
@@ -360,7 +365,8 @@ static const char *state_name(int s)
 }
 
 /* fill - copy @f into @r.  Context: @f's registry lock held. */
-static void fill(struct rec *r, const struct fb_fiber *f, uint64_t now)
+FB_DUMP_RACY static void fill(struct rec *r, const struct fb_fiber *f,
+			      uint64_t now)
 {
 	struct fb_runtime *rt = fb_rt;
 
