@@ -373,7 +373,11 @@ static void test_select_cancel_moves_nothing(void **state)
  * and the selector got nothing" holds.  A select that reported a timeout
  * or a cancellation after a waker took its element would lose it.
  */
+#if defined(__SANITIZE_THREAD__)
+#define RACE_ROUNDS 300 /* each fiber carries a heavy TSan context */
+#else
 #define RACE_ROUNDS 3000
+#endif
 
 static fiber_chan_t *race_a, *race_b;
 static atomic_int race_round, race_done, race_sent, race_got;
@@ -473,7 +477,11 @@ static void test_select_cancel_racing_a_sender_loses_nothing(void **state)
 #define MESH_CHANS 5
 #define MESH_SENDERS 4
 #define MESH_SELECTORS 6
+#if defined(__SANITIZE_THREAD__)
+#define MESH_PER_SENDER 500
+#else
 #define MESH_PER_SENDER 5000
+#endif
 #define MESH_TOTAL (MESH_SENDERS * MESH_PER_SENDER)
 
 static fiber_chan_t *mesh[MESH_CHANS];
@@ -568,7 +576,11 @@ static void test_select_mesh_delivers_each_element_once(void **state)
  */
 static void test_select_cancel_while_queueing_ends_it(void **state)
 {
+#if defined(__SANITIZE_THREAD__)
+	enum { N = 100, ROUNDS = 20 };
+#else
 	enum { N = 1000, ROUNDS = 200 };
+#endif
 	fiber_chan_t **c = calloc(N, sizeof(*c));
 	struct fiber_select_case *k = calloc(N, sizeof(*k));
 	int v;
