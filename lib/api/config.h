@@ -135,8 +135,7 @@ FB_CONFIG(STALL_MS, INT, 0, 60000, NULL, "100", stall_ms, FB_CFG_NONE,
 	  "60000; `0` off",
 	  "`100`")
 /* Words in the order of FB_DEADLOCK_* (sched/sched.h). */
-FB_CONFIG(DEADLOCK, ENUM, 0, 0, "off warn abort", "warn", deadlock,
-	  FB_CFG_NONE,
+FB_CONFIG(DEADLOCK, ENUM, 0, 0, "off warn abort", "warn", deadlock, FB_CFG_NONE,
 	  "when every fiber is blocked with no timer and no fd, and a thread "
 	  "waits in libfiber: `warn` print `libfiber: all fibers are blocked` "
 	  "and a fiber dump, `abort` then abort, `off` nothing",
