@@ -303,7 +303,12 @@ void fb_offload_atfork(int phase)
 		pthread_mutex_unlock(&pool.mutex);
 		return;
 	}
-	pthread_mutex_init(&pool.mutex, NULL);
+	/* The child's only thread is the one that locked pool.mutex in the
+	 * prepare handler: unlocking it, rather than initialising it again,
+	 * keeps the lock's history whole for checkers such as TSan, which
+	 * would otherwise see it held for ever and report every later lock
+	 * taken in the child as ordered after it. */
+	pthread_mutex_unlock(&pool.mutex);
 	if (pool.cond_ready) {
 		pthread_condattr_t ca;
 
