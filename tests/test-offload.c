@@ -9,7 +9,10 @@
  * call waits, returns the result, and the next cancellation point reports
  * it); a thread that is not a worker runs the function itself; shutdown
  * waits for a running call instead of abandoning its fiber; a forked
- * child makes helpers again; and getaddrinfo's results and errors.
+ * child makes helpers again; getaddrinfo's results and errors; and a
+ * call made after the shutdown closed the runtime's gate is ESHUTDOWN
+ * with the function never run.  That last test closes the gate itself
+ * (sched/sched.h's fb_rt_open), so this test links the internal layers.
  *
  * Helper functions block on a condition the test thread releases, so
  * every count asserted is reached by construction, not by timing.
@@ -31,6 +34,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "sched/sched.h"
 
 #define NR_HELPERS 2
 
@@ -416,6 +421,54 @@ static void test_getaddrinfo_results_and_errors(void **state)
 	assert_int_equal(fiber_shutdown(), 0);
 }
 
+static atomic_int ran_after_close;
+
+static void *must_not_run(void *arg)
+{
+	atomic_fetch_add(&ran_after_close, 1);
+	return arg;
+}
+
+struct closed_call {
+	int rc, gai_rc, gai_err;
+	void *ret;
+};
+
+/* closed_gate_caller - what fiber_shutdown()'s step 2 leaves a fiber
+ * that runs after the gate closed (woken by a call served outside, or
+ * created just before): it closes the gate, calls, and opens it again. */
+static void *closed_gate_caller(void *p)
+{
+	struct closed_call *c = p;
+	struct addrinfo *res = NULL;
+
+	c->ret = (void *)7;
+	fb_store_seqcst(&fb_rt_open, false);
+	c->rc = fiber_offload(must_not_run, (void *)1, &c->ret);
+	c->gai_rc = fiber_getaddrinfo("127.0.0.1", NULL, NULL, &res);
+	c->gai_err = errno;
+	fb_store_seqcst(&fb_rt_open, true);
+	if (res)
+		freeaddrinfo(res);
+	return NULL;
+}
+
+static void test_offload_after_the_gate_closed_is_eshutdown(void **state)
+{
+	struct closed_call c = { -1, 0, 0, NULL };
+
+	(void)state;
+	start_runtime(2);
+	assert_int_equal(fiber_join(spawn(closed_gate_caller, &c), NULL), 0);
+	assert_int_equal(c.rc, ESHUTDOWN);
+	assert_ptr_equal(c.ret, (void *)7); /* untouched on error */
+	assert_int_equal(c.gai_rc, EAI_SYSTEM);
+	assert_int_equal(c.gai_err, ESHUTDOWN);
+	assert_int_equal(atomic_load(&ran_after_close), 0);
+	assert_int_equal(fb_load_seqcst(&fb_rt_nr_outside), 0);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -429,6 +482,8 @@ int main(void)
 		cmocka_unit_test(test_offload_shutdown_waits_for_running_calls),
 		cmocka_unit_test(test_offload_fork_child_makes_new_helpers),
 		cmocka_unit_test(test_getaddrinfo_results_and_errors),
+		cmocka_unit_test(
+			test_offload_after_the_gate_closed_is_eshutdown),
 	};
 
 	setenv("LIBFIBER_OFFLOAD_THREADS", "2", 1);
