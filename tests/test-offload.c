@@ -421,6 +421,33 @@ static void test_getaddrinfo_results_and_errors(void **state)
 	assert_int_equal(fiber_shutdown(), 0);
 }
 
+/* On a helper: its own thread name, into @arg (16 bytes). */
+static void *own_name(void *arg)
+{
+	if (pthread_getname_np(pthread_self(), arg, 16))
+		strcpy(arg, "?");
+	return NULL;
+}
+
+static void *name_caller(void *arg)
+{
+	return (void *)(intptr_t)fiber_offload(own_name, arg, NULL);
+}
+
+/* Helpers are named fiber-offload, not after the worker that made them. */
+static void test_offload_helpers_are_named(void **state)
+{
+	char name[16] = "";
+	void *rc = (void *)-1;
+
+	(void)state;
+	start_runtime(1);
+	assert_int_equal(fiber_join(spawn(name_caller, name), &rc), 0);
+	assert_ptr_equal(rc, NULL);
+	assert_string_equal(name, "fiber-offload");
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
 static atomic_int ran_after_close;
 
 static void *must_not_run(void *arg)
@@ -484,6 +511,7 @@ int main(void)
 		cmocka_unit_test(test_getaddrinfo_results_and_errors),
 		cmocka_unit_test(
 			test_offload_after_the_gate_closed_is_eshutdown),
+		cmocka_unit_test(test_offload_helpers_are_named),
 	};
 
 	setenv("LIBFIBER_OFFLOAD_THREADS", "2", 1);

@@ -103,6 +103,9 @@ static void *helper_main(void *unused)
 	struct job *j;
 
 	(void)unused;
+	/* Named apart from the worker that created it, whose name a new
+	 * thread inherits: top -H and gdb tell blocking calls from fibers. */
+	pthread_setname_np(pthread_self(), "fiber-offload");
 	pthread_mutex_lock(&pool.mutex);
 	for (;;) {
 		if (fb_list_empty(&pool.queue)) {
