@@ -189,15 +189,16 @@ static bool level_present(const struct build *b, enum fb_level kind)
 	return false;
 }
 
-/* Does every package lie inside one node? */
+/* Does every package lie inside one node?  A package is named by its first
+ * PU: each worker's node against that PU's, linear in the workers. */
 static bool pkg_in_node(const struct build *b)
 {
-	for (int v = 0; v < b->n; v++)
-		for (int w = v + 1; w < b->n; w++)
-			if (pu_of(b, v)->pkg >= 0 &&
-			    pu_of(b, v)->pkg == pu_of(b, w)->pkg &&
-			    pu_of(b, v)->node != pu_of(b, w)->node)
-				return false;
+	for (int v = 0; v < b->n; v++) {
+		const struct fb_topo_pu *p = pu_of(b, v);
+
+		if (p->pkg >= 0 && fb_topo_pu(b->t, p->pkg)->node != p->node)
+			return false;
+	}
 	return true;
 }
 
@@ -295,8 +296,7 @@ static void make_span(struct build *b, int w, int l)
 		fb_wmask_set(m, w);
 		return;
 	}
-	for (int i = 0; i < FB_WMASK_WORDS; i++)
-		m->bits[i] |= span_at(b, w, l - 1)->bits[i];
+	fb_wmask_or(m, span_at(b, w, l - 1));
 }
 
 static int weight_at(const struct build *b, int w, int l)
@@ -356,8 +356,7 @@ static void fill_group(struct build *b, struct fb_sched_group *g, int l, int i,
 		fb_wmask_set(&g->span, i);
 	} else {
 		g->span = *span_at(b, i, l - 1);
-		for (int k = 0; k < FB_WMASK_WORDS; k++)
-			g->span.bits[k] &= span->bits[k];
+		fb_wmask_and(&g->span, span);
 	}
 	g->weight = fb_wmask_weight(&g->span);
 	g->capacity = 1024ul * (unsigned long)g->weight;
@@ -397,8 +396,7 @@ static struct gset *groups_of(struct build *b, int l,
 		if (fb_wmask_test(&covered, i))
 			continue;
 		fill_group(b, g, l, i, span);
-		for (int k = 0; k < FB_WMASK_WORDS; k++)
-			covered.bits[k] |= g->span.bits[k];
+		fb_wmask_or(&covered, &g->span);
 		nr++;
 	}
 	s->nr = nr;
@@ -673,6 +671,19 @@ static int build(struct build *b, unsigned flags)
 	return 0;
 }
 
+int fb_wmask_nr_words = 1;
+
+void fb_wmask_reserve(int nr_workers)
+{
+	int want = (FB_MIN(nr_workers, FB_MAX_WORKERS) + 63) / 64;
+	int have = fb_wmask_words();
+
+	while (have < want && !__atomic_compare_exchange_n(
+				      &fb_wmask_nr_words, &have, want, false,
+				      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 int fb_topo_view_build(const struct fb_topo *t, int nr_workers, unsigned flags,
 		       struct fb_sched_view **out)
 {
@@ -684,6 +695,8 @@ int fb_topo_view_build(const struct fb_topo *t, int nr_workers, unsigned flags,
 	b.n = nr_workers ? nr_workers : fb_topo_nr_pus(t);
 	if (b.n > FB_MAX_WORKERS)
 		return EINVAL;
+	/* before any mask is built: the walks below see every word set */
+	fb_wmask_reserve(b.n);
 	b.v = fb_calloc(1, sizeof(*b.v));
 	if (!b.v)
 		return ENOMEM;
