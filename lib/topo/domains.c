@@ -275,28 +275,41 @@ static void make_levels(struct build *b, unsigned flags)
 	}
 }
 
-/* Step 2: w's span at level @l. */
-static void make_span(struct build *b, int w, int l)
+/*
+ * Step 2: every worker's span at level @l.  The workers a worker shares
+ * the level with depend only on its key there (its NUMA node at a NUMA
+ * level), so each key's set is made once, in @cls (room for max(nr_pus,
+ * nr_nodes) masks, zeroed): linear in the workers, not quadratic.
+ */
+static void make_spans(struct build *b, int l, struct fb_wmask *cls)
 {
 	const struct level *lv = &b->lv[l];
-	const struct fb_topo_pu *p = pu_of(b, w);
-	struct fb_wmask *m = span_at(b, w, l);
-	int key = level_key(p, lv->kind);
+	int nn = fb_topo_nr_nodes(b->t);
 
 	for (int v = 0; v < b->n; v++) {
 		const struct fb_topo_pu *q = pu_of(b, v);
+		int key = level_key(q, lv->kind);
 
-		if (lv->kind == FB_LEVEL_NUMA ?
-			    fb_topo_distance(b->t, p->node, q->node) <=
-				    lv->distance :
-			    key >= 0 && level_key(q, lv->kind) == key)
-			fb_wmask_set(m, v);
+		if (lv->kind != FB_LEVEL_NUMA) {
+			if (key >= 0)
+				fb_wmask_set(&cls[key], v);
+			continue;
+		}
+		for (int a = 0; a < nn; a++)
+			if (fb_topo_distance(b->t, a, q->node) <= lv->distance)
+				fb_wmask_set(&cls[a], v);
 	}
-	if (l == 0) {
-		fb_wmask_set(m, w);
-		return;
+	for (int w = 0; w < b->n; w++) {
+		struct fb_wmask *m = span_at(b, w, l);
+		int key = level_key(pu_of(b, w), lv->kind);
+
+		if (key >= 0)
+			*m = cls[key];
+		if (l == 0)
+			fb_wmask_set(m, w);
+		else
+			fb_wmask_or(m, span_at(b, w, l - 1));
 	}
-	fb_wmask_or(m, span_at(b, w, l - 1));
 }
 
 static int weight_at(const struct build *b, int w, int l)
@@ -632,7 +645,7 @@ static int make_nodes(struct build *b)
 static int build(struct build *b, unsigned flags)
 {
 	struct arrays a;
-	int rc;
+	int rc, nr_cls;
 
 	make_levels(b, flags);
 	b->span = fb_calloc((size_t)b->n * (size_t)b->nr_levels,
@@ -640,11 +653,17 @@ static int build(struct build *b, unsigned flags)
 	b->imb = fb_calloc((size_t)b->n * (size_t)b->nr_levels, sizeof(int));
 	if (!b->span || !b->imb)
 		return ENOMEM;
-	for (int w = 0; w < b->n; w++) {
-		for (int l = 0; l < b->nr_levels; l++)
-			make_span(b, w, l);
-		make_imb(b, w);
+	nr_cls = FB_MAX(fb_topo_nr_pus(b->t), fb_topo_nr_nodes(b->t));
+	for (int l = 0; l < b->nr_levels; l++) {
+		struct fb_wmask *cls = fb_calloc((size_t)nr_cls, sizeof(*cls));
+
+		if (!cls)
+			return ENOMEM;
+		make_spans(b, l, cls);
+		fb_free(cls);
 	}
+	for (int w = 0; w < b->n; w++)
+		make_imb(b, w);
 	rc = alloc_arrays(b, &a);
 	rc = rc ? rc : make_ids(b, &a);
 	rc = rc ? rc : make_nodes(b);
