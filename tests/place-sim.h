@@ -100,13 +100,13 @@ static inline void sim_set(struct sim *s, int w, int nr)
 /* sim_mask - a CPU set for fb_pfiber.allowed from a -1-terminated list. */
 static inline cpu_set_t *sim_mask(int first, ...)
 {
-	cpu_set_t *m = CPU_ALLOC(1024);
+	cpu_set_t *m = CPU_ALLOC(FB_MAX_WORKERS);
 	va_list ap;
 
-	CPU_ZERO_S(CPU_ALLOC_SIZE(1024), m);
+	CPU_ZERO_S(CPU_ALLOC_SIZE(FB_MAX_WORKERS), m);
 	va_start(ap, first);
 	for (int w = first; w >= 0; w = va_arg(ap, int))
-		CPU_SET_S((size_t)w, CPU_ALLOC_SIZE(1024), m);
+		CPU_SET_S((size_t)w, CPU_ALLOC_SIZE(FB_MAX_WORKERS), m);
 	va_end(ap);
 	return m;
 }
@@ -115,12 +115,14 @@ static inline void sim_fiber(struct fb_pfiber *f, cpu_set_t *allowed)
 {
 	memset(f, 0, sizeof(*f));
 	f->allowed = allowed;
-	f->nr_allowed = allowed ? CPU_COUNT_S(CPU_ALLOC_SIZE(1024), allowed) :
-				  0;
+	f->nr_allowed =
+		allowed ? CPU_COUNT_S(CPU_ALLOC_SIZE(FB_MAX_WORKERS), allowed) :
+			  0;
 	f->custom_affinity = allowed != NULL;
 	f->pin = -1;
-	for (int w = 0; f->nr_allowed == 1 && w < 1024; w++)
-		if (CPU_ISSET_S((size_t)w, CPU_ALLOC_SIZE(1024), allowed))
+	for (int w = 0; f->nr_allowed == 1 && w < FB_MAX_WORKERS; w++)
+		if (CPU_ISSET_S((size_t)w, CPU_ALLOC_SIZE(FB_MAX_WORKERS),
+				allowed))
 			f->pin = w;
 	f->prev = -1;
 	f->recent_used = -1;

@@ -321,7 +321,7 @@ static void test_env_long_parser_takes_digits_only(void **state)
 			 EINVAL);
 }
 
-/* More PUs than FB_MAX_WORKERS need a worker count, and the message says
+/* More PUs than FIBER_WORKERS_MAX need a worker count, and the message says
  * which topology, how many PUs, the limit and what to set. */
 static void test_env_too_many_pus_needs_a_worker_count(void **state)
 {

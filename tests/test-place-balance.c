@@ -82,6 +82,35 @@ static void test_place_balance_h3_1_lone_fiber_moves_up(void **state)
 	sim_close(&s);
 }
 
+/* Affinity past the cpu_set_t: a mask for 4096 workers allows worker 4095
+ * when it holds it; a worker id past any mask is not allowed (never read);
+ * a running fiber pinned there is offered pinned, one past the limit as
+ * unpinned. */
+static void test_place_balance_affinity_past_1024(void **state)
+{
+	cpu_set_t *m = sim_mask(1, 4095, -1);
+	struct fb_pfiber f;
+	fb_cpuset_t buf;
+
+	(void)state;
+	sim_fiber(&f, m);
+	assert_int_equal(f.nr_allowed, 2);
+	assert_true(fb_pfiber_allows(&f, 4095));
+	assert_true(fb_pfiber_allows(&f, 1));
+	assert_false(fb_pfiber_allows(&f, 4094));
+	assert_false(fb_pfiber_allows(&f, 1024));
+	assert_false(fb_pfiber_allows(&f, 4096));
+	assert_false(fb_pfiber_allows(&f, 1 << 20));
+	fb_place_running_as(&f, &buf, 4095);
+	assert_int_equal(f.pin, 4095);
+	assert_true(fb_pfiber_allows(&f, 4095));
+	assert_false(fb_pfiber_allows(&f, 0));
+	fb_place_running_as(&f, &buf, 4096);
+	assert_null(f.allowed);
+	assert_true(fb_pfiber_allows(&f, 0));
+	free(m);
+}
+
 /* doc/scheduler.md 1.6.7: the running fiber a balancer offers carries the
  * affinity its worker published (fb_place_running_as): pinned to the
  * source, it draws no push request; allowed on the destination, it does. */
@@ -90,7 +119,7 @@ static void test_place_balance_h3_1_pinned_running_fiber_stays(void **state)
 	struct sim s;
 	struct fb_lb_env e;
 	struct fb_pfiber f;
-	cpu_set_t m;
+	fb_cpuset_t m;
 	const struct {
 		int pin;
 		bool active;
@@ -663,6 +692,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_place_balance_h3_1_lone_fiber_moves_up),
+		cmocka_unit_test(test_place_balance_affinity_past_1024),
 		cmocka_unit_test(
 			test_place_balance_h3_1_pinned_running_fiber_stays),
 		cmocka_unit_test(test_place_balance_h3_2_lowest_priority_first),

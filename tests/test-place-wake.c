@@ -586,6 +586,28 @@ static void test_place_wake_h1_3_full_scan_finds_last(void **state)
 	}
 }
 
+/* 4096 workers, all busy but the last: the scan of the last LLC (workers
+ * 3968..4095) from its first worker walks the LLC's mask into its last
+ * word and finds worker 4095. */
+static void test_place_wake_scan_finds_worker_4095(void **state)
+{
+	struct snap s;
+	struct fb_pfiber f;
+	struct fb_wake_result r;
+
+	(void)state;
+	snap_open(&s, "pack:2 numa:2 l3:8 core:32 pu:4", 0);
+	assert_int_equal(s.v.nr_workers, 4096);
+	for (int w = 0; w < 4095; w++)
+		set_busy(&s, w, 1);
+	set_hint(&s, 3968, 0, 128);
+	f = fiber(3968);
+	assert_int_equal(wake(&s, &f, 3968, 0, &r), 4095);
+	assert_int_equal(r.pick, FB_PICK_SCAN_HIT);
+	assert_int_equal(r.probes, 127); /* 3969..4095, once each */
+	snap_close(&s);
+}
+
 static void test_place_wake_h1_3_overloaded_no_scan(void **state)
 {
 	struct snap s;
@@ -1124,6 +1146,7 @@ int main(void)
 		cmocka_unit_test(test_place_wake_h1_2_who_writes_scan_depth),
 		cmocka_unit_test(test_place_wake_h1_3_bounded_worker_scan),
 		cmocka_unit_test(test_place_wake_h1_3_full_scan_finds_last),
+		cmocka_unit_test(test_place_wake_scan_finds_worker_4095),
 		cmocka_unit_test(test_place_wake_h1_3_overloaded_no_scan),
 		cmocka_unit_test(test_place_wake_h1_4_idle_core_not_overloaded),
 		cmocka_unit_test(test_place_wake_h1_5_overloaded_mainline),

@@ -205,6 +205,41 @@ def bad_arguments_exit_2():
         assert err.startswith("fiber-sim:"), err
 
 
+BIG = "pack:2 numa:2 l3:8 core:32 pu:4"  # 4096 PUs, the most workers
+TOO_BIG = "pack:17 core:241 pu:1"        # 4097 PUs
+
+
+@test
+def simulates_4096_workers():
+    out, _ = sim("--topology", BIG, "--workload",
+                 "hackbench:groups=2,fds=4,loops=5", "--duration-ms", "2",
+                 "--json")
+    d = json.loads(out)
+    assert d["workers"] == 4096, d["workers"]
+    assert len(d["utilisation"]) == 4096
+    assert d["events"] > 0 and d["virtual_ns"] > 0, d
+    c = d["counters"]
+    assert c["wake_placements"] + c["wake_on_worker"] == c["wakeups"], c
+    out, _ = sim("--help")
+    assert "(at most 4096)" in out, out
+
+
+@test
+def refuses_more_than_4096_workers():
+    _, err = sim("--topology", TOO_BIG, "--workload", "pingpong",
+                 "--duration-ms", "1", expect_rc=2)
+    assert err.startswith("fiber-sim: --topology \"%s\": 4097 PUs, more "
+                          "than the 4096 workers" % TOO_BIG), err
+    assert "--workers from 1 to 4096" in err, err
+    _, err = sim("--topology", TOO_BIG, "--workload", "pingpong",
+                 "--workers", "4097", expect_rc=2)
+    assert "up to 4096" in err, err
+    # what the message advises works
+    out, _ = sim("--topology", TOO_BIG, "--workload", "pingpong",
+                 "--workers", "16", "--duration-ms", "1", "--json")
+    assert json.loads(out)["workers"] == 16
+
+
 @test
 def idle_path_work_delays_noticing():
     # A worker that ran out of work does its idle path's work (here a

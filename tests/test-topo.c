@@ -593,6 +593,64 @@ static void test_topo_view_build_rejects_too_many_workers(void **state)
 	fb_topo_close(t);
 }
 
+/* The simulator's size: 4096 PUs give a 4096-worker view whose masks reach
+ * the last word (worker 4095), and the walks find it there. */
+static void test_topo_view_builds_4096_workers(void **state)
+{
+	struct fb_topo *t = open_topo("pack:2 numa:2 l3:8 core:32 pu:4", false);
+	struct fb_sched_view *v = build(t, 0, 0);
+	const struct fb_domain *top;
+
+	(void)state;
+	assert_int_equal(v->nr_workers, 4096);
+	assert_int_equal(v->nr_llcs, 32);
+	assert_block(v->llc_span[4095], 3968, 128);
+	assert_block(v->core_span[4095], 4092, 4);
+	for (top = v->sd[4095]; top->parent; top = top->parent)
+		;
+	assert_block(&top->span, 0, 4096);
+	assert_int_equal(fb_wmask_next(&top->span, 4095), 4095);
+	assert_true(fb_wmask_test(&top->span, 4095));
+	fb_topo_view_free(v);
+	fb_topo_close(t);
+}
+
+/* One PU more than the limit: refused, no view. */
+static void test_topo_view_refuses_4097_workers(void **state)
+{
+	struct fb_topo *t = open_topo("pack:17 core:241 pu:1", false);
+	struct fb_sched_view *v = NULL;
+
+	(void)state;
+	assert_int_equal(fb_topo_nr_pus(t), 4097);
+	assert_int_equal(fb_topo_view_build(t, 0, 0, &v), EINVAL);
+	assert_null(v);
+	fb_topo_close(t);
+}
+
+/* A mask holding only worker 4095: fb_wmask_set() raises the bound of the
+ * walks, so next, first, weight and equal all see the last word. */
+static void test_topo_wmask_last_word(void **state)
+{
+	struct fb_wmask m, c;
+
+	(void)state;
+	assert_true(fb_wmask_words() < 64);
+	memset(&m, 0, sizeof(m));
+	fb_wmask_set(&m, 4095);
+	assert_int_equal(fb_wmask_words(), 64);
+	assert_int_equal(fb_wmask_first(&m), 4095);
+	assert_int_equal(fb_wmask_next(&m, 64), 4095);
+	assert_int_equal(fb_wmask_next(&m, 4096 - 1), 4095);
+	assert_int_equal(fb_wmask_weight(&m), 1);
+	memset(&c, 0xff, sizeof(c));
+	fb_wmask_copy(&c, &m);
+	assert_true(fb_wmask_equal(&c, &m));
+	fb_wmask_clear(&c, 4095);
+	assert_false(fb_wmask_equal(&c, &m));
+	assert_int_equal(fb_wmask_first(&c), -1);
+}
+
 /* Every allocation of the build may fail: ENOMEM, nothing leaked. */
 static void test_topo_view_build_survives_allocation_failures(void **state)
 {
@@ -705,6 +763,8 @@ static void test_topo_real_machine_opens(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_topo_wmask_last_word), /* first: the bound
+							  starts low */
 		cmocka_unit_test(test_topo_s1_domains),
 		cmocka_unit_test(test_topo_s2_domains),
 		cmocka_unit_test(test_topo_t2_domains),
@@ -726,6 +786,8 @@ int main(void)
 		cmocka_unit_test(test_topo_asym_priorities_from_cpu_kinds),
 		cmocka_unit_test(test_topo_fewer_workers_take_the_first_pus),
 		cmocka_unit_test(test_topo_view_build_rejects_too_many_workers),
+		cmocka_unit_test(test_topo_view_builds_4096_workers),
+		cmocka_unit_test(test_topo_view_refuses_4097_workers),
 		cmocka_unit_test(
 			test_topo_view_build_survives_allocation_failures),
 		cmocka_unit_test(test_topo_open_refuses_garbage),

@@ -1719,12 +1719,22 @@ int sim_open(struct sim *s, const struct sim_opts *o, char *err, size_t errlen)
 	rc = fb_topo_open(&s->topo, o->topology, err, errlen);
 	if (rc)
 		return rc;
+	if (!o->workers && fb_topo_nr_pus(s->topo) > SIM_MAX_WORKERS) {
+		snprintf(err, errlen,
+			 "--topology \"%s\": %d PUs, more than the %d workers "
+			 "fiber-sim can simulate (one per PU); give --workers "
+			 "from 1 to %d",
+			 o->topology, fb_topo_nr_pus(s->topo), SIM_MAX_WORKERS,
+			 SIM_MAX_WORKERS);
+		rc = EINVAL;
+		goto fail_topo;
+	}
 	rc = fb_topo_view_build(s->topo, o->workers, (unsigned)view_flags(o),
 				&s->view);
 	if (rc) {
 		snprintf(err, errlen, "cannot build the domain view: %s",
 			 strerror(rc));
-		return rc;
+		goto fail_topo;
 	}
 	s->n = s->view->nr_workers;
 	s->pw = aligned_alloc(FB_CACHELINE, sizeof(*s->pw) * (size_t)s->n);
@@ -1790,6 +1800,10 @@ int sim_open(struct sim *s, const struct sim_opts *o, char *err, size_t errlen)
 	s->st.wake_lat.b = calloc(SIM_HIST_BUCKETS, sizeof(uint32_t));
 	s->st.wake_lat.min = UINT64_MAX;
 	return 0;
+fail_topo:
+	fb_topo_close(s->topo);
+	s->topo = NULL;
+	return rc;
 }
 
 void sim_run(struct sim *s)

@@ -46,9 +46,11 @@
 #endif
 
 /* Unset: one worker per PU; fb_env_topo_open() refuses a topology of more
- * than FB_MAX_WORKERS PUs then. */
-FB_CONFIG(WORKERS, INT, 1, FB_MAX_WORKERS, NULL, NULL, workers, FB_CFG(workers),
-	  "number of workers, 1 to 1024",
+ * than FIBER_WORKERS_MAX PUs then.  The runtime's limit, the width of a
+ * fiber_workerset_t; the layers below take up to FB_MAX_WORKERS (the
+ * simulator's). */
+FB_CONFIG(WORKERS, INT, 1, FIBER_WORKERS_MAX, NULL, NULL, workers,
+	  FB_CFG(workers), "number of workers, 1 to 1024",
 	  "one per PU the process may use (its affinity, which its cpuset "
 	  "narrows), at most the cgroup v2 `cpu.max` quota / period rounded "
 	  "up (at least 2); a topology of more than 1024 PUs needs this "

@@ -440,7 +440,7 @@ int fb_env_topo_open(const struct fb_env *env, struct fb_topo **tp)
 		return rc;
 	}
 	n = fb_topo_nr_pus(*tp);
-	if (env->workers || n <= FB_MAX_WORKERS)
+	if (env->workers || n <= FIBER_WORKERS_MAX)
 		return 0;
 	if (env->topology)
 		fprintf(stderr, "libfiber: %s=\"%s\": ", env->topology_name,
@@ -452,7 +452,7 @@ int fb_env_topo_open(const struct fb_env *env, struct fb_topo **tp)
 		"%d PUs, more than the %d workers libfiber can run, and no "
 		"worker count is set; expected LIBFIBER_WORKERS or "
 		"fiber_config.workers from 1 to %d\n",
-		n, FB_MAX_WORKERS, FB_MAX_WORKERS);
+		n, FIBER_WORKERS_MAX, FIBER_WORKERS_MAX);
 	fb_topo_close(*tp);
 	*tp = NULL;
 	return EINVAL;

@@ -61,7 +61,7 @@ int fb_env_load(struct fb_env *env, const struct fiber_config *config);
 /*
  * fb_env_topo_open - load the topology @env names (fb_topo_open_named) and
  * check that it can be run: without a worker count (LIBFIBER_WORKERS or
- * fiber_config.workers), one worker per PU must fit in FB_MAX_WORKERS.
+ * fiber_config.workers), one worker per PU must fit in FIBER_WORKERS_MAX.
  * Context: any thread, before the runtime starts; starts no thread.
  * Return: 0 and *@tp; EINVAL with the message printed to stderr (nothing
  * is left open); ENOMEM.

@@ -149,11 +149,21 @@ static int stack_get(struct fb_fiber *f, size_t size, int t)
 	return fb_stack_map(&f->stack, size, node);
 }
 
+/*
+ * set_affinity - @pf may run on the workers of @set.  The copy it keeps
+ * covers the runtime's workers only, CPU_ALLOC_SIZE(n) bytes with the bits
+ * from n on cleared (place/place.h): the runtime's workers all fit in the
+ * cpu_set_t (FIBER_WORKERS_MAX), and a small runtime's copy is small.
+ */
 static int set_affinity(struct fb_pfiber *pf, const cpu_set_t *set)
 {
 	int n = fb_runtime_nr_workers(), nr = 0;
+	size_t size = CPU_ALLOC_SIZE(n);
 	cpu_set_t *a;
 
+	_Static_assert(FIBER_WORKERS_MAX <= CPU_SETSIZE &&
+			       FIBER_WORKERS_MAX <= FB_MAX_WORKERS,
+		       "a runtime's worker ids fit in a cpu_set_t");
 	for (int i = 0; i < n; i++)
 		nr += CPU_ISSET(i, set) != 0;
 	if (nr == 0)
@@ -166,10 +176,12 @@ static int set_affinity(struct fb_pfiber *pf, const cpu_set_t *set)
 		fb_write_once(&pf->pin, -1);
 		return 0;
 	}
-	a = fb_malloc(sizeof(*a));
+	a = fb_malloc(size);
 	if (!a)
 		return ENOMEM;
-	*a = *set;
+	memcpy(a, set, size);
+	for (size_t i = (size_t)n; i < size * 8; i++)
+		CPU_CLR_S(i, size, a);
 	fb_free(pf->allowed);
 	pf->allowed = a;
 	pf->nr_allowed = nr;

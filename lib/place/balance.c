@@ -117,11 +117,12 @@ static bool should_balance(const struct fb_lb_env *env)
 {
 	const struct fb_place_view *v = env->v;
 	const struct fb_sched_group *g = &env->d->groups[env->d->local_group];
-	struct fb_wmask m = g->span;
+	struct fb_wmask m;
 	int i, idle_smt = -1;
 
 	if (env->idle == FB_LB_NEWLY_IDLE)
 		return fb_worker_is_idle(v->w[env->dst]);
+	fb_wmask_copy(&m, &g->span);
 	for (i = fb_wmask_first(&m); i >= 0 && i < v->nr_workers;
 	     i = fb_wmask_next(&m, i + 1)) {
 		if (!idle_of(v, i))
@@ -133,8 +134,7 @@ static bool should_balance(const struct fb_lb_env *env)
 
 			if (idle_smt < 0)
 				idle_smt = i;
-			for (int k = 0; k < FB_WMASK_WORDS; k++)
-				m.bits[k] &= ~c->bits[k];
+			fb_wmask_andnot(&m, c);
 			continue;
 		}
 		return i == env->dst;

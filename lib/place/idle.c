@@ -319,6 +319,8 @@ static void mask_update(struct fb_wmask *m, int w, bool set)
 	uint64_t bit = UINT64_C(1) << ((unsigned)w % 64);
 	uint64_t *word = &m->bits[(unsigned)w / 64];
 
+	if (set && (unsigned)w / 64 >= (unsigned)fb_wmask_words())
+		fb_wmask_reserve(w + 1);
 	if (set)
 		__atomic_fetch_or(word, bit, __ATOMIC_SEQ_CST);
 	else

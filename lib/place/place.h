@@ -154,10 +154,25 @@ struct fb_place_global {
 	atomic_uint create_rr;
 };
 
+/*
+ * An affinity mask (fb_pfiber.allowed) has the layout of a cpu_set_t over
+ * worker ids, and at least CPU_ALLOC_SIZE(nr_workers) bytes: placement
+ * asks only about workers of its view, so a runtime's masks are as small
+ * as its worker count allows.  FB_CPUSET_SIZE, CPU_ALLOC_SIZE(FB_MAX_WORKERS),
+ * has room for any view; fb_cpuset_t is one on the stack.
+ */
+#define FB_CPUSET_SIZE CPU_ALLOC_SIZE(FB_MAX_WORKERS)
+typedef union fb_cpuset {
+	cpu_set_t set;
+	unsigned long bits[FB_CPUSET_SIZE / sizeof(unsigned long)];
+} fb_cpuset_t;
+
+/* fb_pfiber_allows - may @pf run on worker @w?  A @w past the mask (never
+ * a worker) is not allowed: CPU_ISSET_S tests the bound. */
 static inline bool fb_pfiber_allows(const struct fb_pfiber *pf, int w)
 {
 	return pf->allowed == NULL ||
-	       CPU_ISSET_S((size_t)w, CPU_ALLOC_SIZE(1024), pf->allowed);
+	       CPU_ISSET_S((size_t)w, FB_CPUSET_SIZE, pf->allowed);
 }
 
 /*
@@ -169,7 +184,7 @@ static inline bool fb_pfiber_allows(const struct fb_pfiber *pf, int w)
  * only; otherwise everywhere, and the source checks the real affinity when
  * it honours a push.  Context: any; pure.
  */
-static inline void fb_place_running_as(struct fb_pfiber *f, cpu_set_t *mask,
+static inline void fb_place_running_as(struct fb_pfiber *f, fb_cpuset_t *mask,
 				       int pin)
 {
 	*f = (struct fb_pfiber){ .pin = pin,
@@ -177,11 +192,11 @@ static inline void fb_place_running_as(struct fb_pfiber *f, cpu_set_t *mask,
 				 .recent_used = -1,
 				 .attached = -1,
 				 .weight = 1024 };
-	if (pin < 0 || pin >= 1024)
+	if (pin < 0 || pin >= FB_MAX_WORKERS)
 		return;
-	CPU_ZERO_S(CPU_ALLOC_SIZE(1024), mask);
-	CPU_SET_S((size_t)pin, CPU_ALLOC_SIZE(1024), mask);
-	f->allowed = mask;
+	CPU_ZERO_S(FB_CPUSET_SIZE, &mask->set);
+	CPU_SET_S((size_t)pin, FB_CPUSET_SIZE, &mask->set);
+	f->allowed = &mask->set;
 	f->nr_allowed = 1;
 	f->custom_affinity = true;
 }
@@ -198,8 +213,6 @@ struct fb_place_view {
 	const struct fb_sched_view *topo;
 	struct fb_place_global *g;
 };
-
-#define FB_MAX_WORKERS 1024
 
 /*
  * fb_place_is_sleeping - is worker @i in the sleeping mask?  Other workers

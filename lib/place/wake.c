@@ -76,16 +76,20 @@ static int llc_size(const struct fb_place_view *v, int w)
 	return v->topo ? v->topo->llc_size[w] : v->nr_workers;
 }
 
-/* llc_span - @w's LLC into @m (all workers without a domain view). */
-static void llc_span(const struct fb_place_view *v, int w, struct fb_wmask *m)
+/* llc_span - @w's LLC: the view's mask, or all workers built in @m when
+ * there is no domain view. */
+static const struct fb_wmask *llc_span(const struct fb_place_view *v, int w,
+				       struct fb_wmask *m)
 {
-	if (v->topo) {
-		*m = *v->topo->llc_span[w];
-		return;
-	}
-	*m = (struct fb_wmask){ { 0 } };
+	if (v->topo)
+		return v->topo->llc_span[w];
+	/* the bound first: every word set below is zeroed */
+	if ((v->nr_workers + 63) / 64 > fb_wmask_words())
+		fb_wmask_reserve(v->nr_workers);
+	fb_wmask_zero(m);
 	for (int i = 0; i < v->nr_workers; i++)
 		fb_wmask_set(m, i);
+	return m;
 }
 
 /* ---- wake_affine (doc/scheduler.md 1.4.1) ------------------------------- */
@@ -220,13 +224,13 @@ static int wake_target(const struct fb_place_view *v,
 struct scan {
 	const struct fb_place_view *v;
 	const struct fb_pfiber *pf;
-	struct fb_wmask cpus; /* candidates left: LLC & allowed */
-	bool core;	      /* looking for whole idle cores */
-	bool limited;	      /* the core scan has a budget (SIS_CORE_LIMIT) */
-	bool stop;	      /* the budget ran out */
-	int budget;	      /* probes (cores when limited) left; -1: no
-				 bound */
-	int fallback;	      /* first idle allowed worker of a busy core */
+	struct fb_wmask *cpus; /* candidates left: LLC & allowed */
+	bool core;	       /* looking for whole idle cores */
+	bool limited;	       /* the core scan has a budget (SIS_CORE_LIMIT) */
+	bool stop;	       /* the budget ran out */
+	int budget;	       /* probes (cores when limited) left; -1: no
+				  bound */
+	int fallback;	       /* first idle allowed worker of a busy core */
 	struct fb_wake_result *res;
 };
 
@@ -254,7 +258,7 @@ static int scan_core(struct scan *s, int w)
 			s->fallback = c;
 	}
 	fb_wmask_for_each (c, core) {
-		fb_wmask_clear(&s->cpus, c);
+		fb_wmask_clear(s->cpus, c);
 	}
 	return all ? w : -1;
 }
@@ -300,7 +304,7 @@ static int scan_span(struct scan *s, const struct fb_wmask *span, int target)
 		     w = fb_wmask_next(span, w + 1)) {
 			int i;
 
-			if (!fb_wmask_test(&s->cpus, w))
+			if (!fb_wmask_test(s->cpus, w))
 				continue;
 			i = scan_one(s, w);
 			if (i >= 0 || s->stop)
@@ -372,15 +376,18 @@ static bool scan_budget(struct scan *s, int target)
 static int select_idle_cpu(struct scan *s, int target)
 {
 	const struct fb_place_view *v = s->v;
-	const struct fb_wmask *cls = cluster_span(v, target);
-	struct fb_wmask llc;
+	const struct fb_wmask *cls = cluster_span(v, target), *llc;
+	struct fb_wmask all, cpus;
 	int w, i;
 
-	llc_span(v, target, &llc);
-	s->cpus = llc;
-	fb_wmask_for_each (w, &llc) {
+	/* On the stack, and only the words in use: a wakeup with a few
+	 * workers copies a word, not the whole mask. */
+	llc = llc_span(v, target, &all);
+	fb_wmask_copy(&cpus, llc);
+	s->cpus = &cpus;
+	fb_wmask_for_each (w, llc) {
 		if (!fb_pfiber_allows(s->pf, w))
-			fb_wmask_clear(&s->cpus, w);
+			fb_wmask_clear(s->cpus, w);
 	}
 	if (!scan_budget(s, target))
 		return -1;
@@ -388,11 +395,11 @@ static int select_idle_cpu(struct scan *s, int target)
 	if (cls) {
 		i = scan_span(s, cls, target);
 		fb_wmask_for_each (w, cls) {
-			fb_wmask_clear(&s->cpus, w);
+			fb_wmask_clear(s->cpus, w);
 		}
 	}
 	if (i < 0 && !s->stop)
-		i = scan_span(s, &llc, target);
+		i = scan_span(s, llc, target);
 	if (i >= 0) {
 		s->res->pick = s->core ? FB_PICK_IDLE_CORE : FB_PICK_SCAN_HIT;
 		return i;
@@ -583,12 +590,13 @@ int fb_place_idle_scan_depth(int llc_size, unsigned long sum_util,
 
 unsigned long fb_place_llc_util(const struct fb_place_view *v, int this)
 {
+	const struct fb_wmask *llc;
 	struct fb_wmask m;
 	unsigned long sum = 0;
 	int w;
 
-	llc_span(v, this, &m);
-	fb_wmask_for_each (w, &m) {
+	llc = llc_span(v, this, &m);
+	fb_wmask_for_each (w, llc) {
 		sum += fb_pelt_util(&v->w[w]->avg);
 	}
 	return sum;

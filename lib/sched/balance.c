@@ -220,7 +220,7 @@ static bool op_has_work(void *arg, int i)
  * @out.  Context: no lock held; takes src->rq_lock.
  */
 static int detach(struct bctx *c, struct fb_lb_env *env, struct fb_fiber **out,
-		  struct fb_pfiber *running, cpu_set_t *mask)
+		  struct fb_pfiber *running, fb_cpuset_t *mask)
 {
 	struct fb_worker *src = fb_rt->workers[env->src];
 	struct fb_lb_candidate cand[FB_LB_NR_MIGRATE + 1];
@@ -320,7 +320,7 @@ static int op_balance(void *arg, int dst, struct fb_domain *d,
 	struct fb_fiber *moved[FB_LB_NR_MIGRATE + 1];
 	struct fb_lb_env env;
 	struct fb_pfiber running;
-	cpu_set_t mask;
+	fb_cpuset_t mask;
 	enum fb_lb_verdict r;
 	bool asym;
 	int n = 0;

@@ -115,7 +115,7 @@ struct handle_cache {
 	uint32_t nr_bare;
 } fb_cacheline_aligned;
 
-static struct handle_cache caches[FB_MAX_WORKERS];
+static struct handle_cache caches[FIBER_WORKERS_MAX];
 
 static struct fb_spinlock global_lock;
 static uint32_t global_head = FB_HANDLE_NONE; /* global_lock */
@@ -234,7 +234,7 @@ static struct handle_cache *cache_self(void)
 
 	if (!w)
 		return NULL;
-	FB_ASSERT(w->id >= 0 && w->id < FB_MAX_WORKERS);
+	FB_ASSERT(w->id >= 0 && w->id < FIBER_WORKERS_MAX);
 	return &caches[w->id];
 }
 

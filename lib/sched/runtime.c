@@ -71,14 +71,22 @@ static void stop_workers(int started)
 /*
  * fb_runtime_create - a runtime for @p on @topo (which it owns from now
  * on, also on failure), its workers made but not started.
- * Return: 0 and *@out; ENOMEM; the errno of the view's build.
+ * Return: 0 and *@out; EINVAL for a worker count outside 1 to
+ * FIBER_WORKERS_MAX; ENOMEM; the errno of the view's build.
  */
 int fb_runtime_create(const struct fb_sched_params *p, struct fb_topo *topo,
 		      struct fb_runtime **out)
 {
-	struct fb_runtime *r = fb_calloc(1, sizeof(*r));
+	struct fb_runtime *r;
 	int rc = ENOMEM;
 
+	/* The per-worker tables (sched/handle.c) have FIBER_WORKERS_MAX
+	 * entries; api/config.h keeps the counts in range already. */
+	if (p->nr_workers < 1 || p->nr_workers > FIBER_WORKERS_MAX) {
+		fb_topo_close(topo);
+		return EINVAL;
+	}
+	r = fb_calloc(1, sizeof(*r));
 	if (!r) {
 		fb_topo_close(topo);
 		return ENOMEM;

@@ -754,8 +754,9 @@ const struct fb_counters *fb_sched_counters(int worker);
  * The runtime's life (runtime.c), as api/runtime.c drives it, all under
  * fb_runtime_lock():
  * fb_runtime_create - a runtime for @p on @topo (owned from now on, also
- * on failure), workers made but not running.  Return: 0; ENOMEM; the
- * errno of the domain view's build.
+ * on failure), workers made but not running.  Return: 0; EINVAL for a
+ * worker count outside 1 to FIBER_WORKERS_MAX; ENOMEM; the errno of the
+ * domain view's build.
  * fb_runtime_start - make @r the running runtime and start its workers.
  * Return: 0; EAGAIN (no thread; @r is freed).
  * fb_runtime_stop - the shutdown protocol (runtime.c's comment): let the

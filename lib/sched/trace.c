@@ -236,7 +236,7 @@ static void write_runs(FILE *out, struct fb_trace_buf **bufs, int nb,
 void fb_trace_write(void)
 {
 	struct fb_runtime *r = fb_rt;
-	struct fb_trace_buf *bufs[FB_MAX_WORKERS + 1];
+	struct fb_trace_buf *bufs[FIBER_WORKERS_MAX + 1];
 	struct run *runs = NULL;
 	size_t nr_runs = 0, cap = 0;
 	uint64_t t0 = UINT64_MAX, end = fb_sched_clock(), dropped = 0, flow = 0;

@@ -189,15 +189,16 @@ static bool level_present(const struct build *b, enum fb_level kind)
 	return false;
 }
 
-/* Does every package lie inside one node? */
+/* Does every package lie inside one node?  A package is named by its first
+ * PU: each worker's node against that PU's, linear in the workers. */
 static bool pkg_in_node(const struct build *b)
 {
-	for (int v = 0; v < b->n; v++)
-		for (int w = v + 1; w < b->n; w++)
-			if (pu_of(b, v)->pkg >= 0 &&
-			    pu_of(b, v)->pkg == pu_of(b, w)->pkg &&
-			    pu_of(b, v)->node != pu_of(b, w)->node)
-				return false;
+	for (int v = 0; v < b->n; v++) {
+		const struct fb_topo_pu *p = pu_of(b, v);
+
+		if (p->pkg >= 0 && fb_topo_pu(b->t, p->pkg)->node != p->node)
+			return false;
+	}
 	return true;
 }
 
@@ -274,29 +275,41 @@ static void make_levels(struct build *b, unsigned flags)
 	}
 }
 
-/* Step 2: w's span at level @l. */
-static void make_span(struct build *b, int w, int l)
+/*
+ * Step 2: every worker's span at level @l.  The workers a worker shares
+ * the level with depend only on its key there (its NUMA node at a NUMA
+ * level), so each key's set is made once, in @cls (room for max(nr_pus,
+ * nr_nodes) masks, zeroed): linear in the workers, not quadratic.
+ */
+static void make_spans(struct build *b, int l, struct fb_wmask *cls)
 {
 	const struct level *lv = &b->lv[l];
-	const struct fb_topo_pu *p = pu_of(b, w);
-	struct fb_wmask *m = span_at(b, w, l);
-	int key = level_key(p, lv->kind);
+	int nn = fb_topo_nr_nodes(b->t);
 
 	for (int v = 0; v < b->n; v++) {
 		const struct fb_topo_pu *q = pu_of(b, v);
+		int key = level_key(q, lv->kind);
 
-		if (lv->kind == FB_LEVEL_NUMA ?
-			    fb_topo_distance(b->t, p->node, q->node) <=
-				    lv->distance :
-			    key >= 0 && level_key(q, lv->kind) == key)
-			fb_wmask_set(m, v);
+		if (lv->kind != FB_LEVEL_NUMA) {
+			if (key >= 0)
+				fb_wmask_set(&cls[key], v);
+			continue;
+		}
+		for (int a = 0; a < nn; a++)
+			if (fb_topo_distance(b->t, a, q->node) <= lv->distance)
+				fb_wmask_set(&cls[a], v);
 	}
-	if (l == 0) {
-		fb_wmask_set(m, w);
-		return;
+	for (int w = 0; w < b->n; w++) {
+		struct fb_wmask *m = span_at(b, w, l);
+		int key = level_key(pu_of(b, w), lv->kind);
+
+		if (key >= 0)
+			*m = cls[key];
+		if (l == 0)
+			fb_wmask_set(m, w);
+		else
+			fb_wmask_or(m, span_at(b, w, l - 1));
 	}
-	for (int i = 0; i < FB_WMASK_WORDS; i++)
-		m->bits[i] |= span_at(b, w, l - 1)->bits[i];
 }
 
 static int weight_at(const struct build *b, int w, int l)
@@ -356,8 +369,7 @@ static void fill_group(struct build *b, struct fb_sched_group *g, int l, int i,
 		fb_wmask_set(&g->span, i);
 	} else {
 		g->span = *span_at(b, i, l - 1);
-		for (int k = 0; k < FB_WMASK_WORDS; k++)
-			g->span.bits[k] &= span->bits[k];
+		fb_wmask_and(&g->span, span);
 	}
 	g->weight = fb_wmask_weight(&g->span);
 	g->capacity = 1024ul * (unsigned long)g->weight;
@@ -397,8 +409,7 @@ static struct gset *groups_of(struct build *b, int l,
 		if (fb_wmask_test(&covered, i))
 			continue;
 		fill_group(b, g, l, i, span);
-		for (int k = 0; k < FB_WMASK_WORDS; k++)
-			covered.bits[k] |= g->span.bits[k];
+		fb_wmask_or(&covered, &g->span);
 		nr++;
 	}
 	s->nr = nr;
@@ -634,7 +645,7 @@ static int make_nodes(struct build *b)
 static int build(struct build *b, unsigned flags)
 {
 	struct arrays a;
-	int rc;
+	int rc, nr_cls;
 
 	make_levels(b, flags);
 	b->span = fb_calloc((size_t)b->n * (size_t)b->nr_levels,
@@ -642,11 +653,17 @@ static int build(struct build *b, unsigned flags)
 	b->imb = fb_calloc((size_t)b->n * (size_t)b->nr_levels, sizeof(int));
 	if (!b->span || !b->imb)
 		return ENOMEM;
-	for (int w = 0; w < b->n; w++) {
-		for (int l = 0; l < b->nr_levels; l++)
-			make_span(b, w, l);
-		make_imb(b, w);
+	nr_cls = FB_MAX(fb_topo_nr_pus(b->t), fb_topo_nr_nodes(b->t));
+	for (int l = 0; l < b->nr_levels; l++) {
+		struct fb_wmask *cls = fb_calloc((size_t)nr_cls, sizeof(*cls));
+
+		if (!cls)
+			return ENOMEM;
+		make_spans(b, l, cls);
+		fb_free(cls);
 	}
+	for (int w = 0; w < b->n; w++)
+		make_imb(b, w);
 	rc = alloc_arrays(b, &a);
 	rc = rc ? rc : make_ids(b, &a);
 	rc = rc ? rc : make_nodes(b);
@@ -673,6 +690,19 @@ static int build(struct build *b, unsigned flags)
 	return 0;
 }
 
+int fb_wmask_nr_words = 1;
+
+void fb_wmask_reserve(int nr_workers)
+{
+	int want = (FB_MIN(nr_workers, FB_MAX_WORKERS) + 63) / 64;
+	int have = fb_wmask_words();
+
+	while (have < want && !__atomic_compare_exchange_n(
+				      &fb_wmask_nr_words, &have, want, false,
+				      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 int fb_topo_view_build(const struct fb_topo *t, int nr_workers, unsigned flags,
 		       struct fb_sched_view **out)
 {
@@ -684,6 +714,8 @@ int fb_topo_view_build(const struct fb_topo *t, int nr_workers, unsigned flags,
 	b.n = nr_workers ? nr_workers : fb_topo_nr_pus(t);
 	if (b.n > FB_MAX_WORKERS)
 		return EINVAL;
+	/* before any mask is built: the walks below see every word set */
+	fb_wmask_reserve(b.n);
 	b.v = fb_calloc(1, sizeof(*b.v));
 	if (!b.v)
 		return ENOMEM;

@@ -354,7 +354,7 @@ void fb_topo_atfork_child(void)
 	pthread_mutex_init(&publish_lock, NULL);
 	fb_topo_qsbr_reader = false;
 	qsbr_id = -1;
-	for (int i = 0; i < FB_MAX_WORKERS; i++)
+	for (int i = 0; i < fb_load_relaxed(&qs_hi); i++)
 		fb_store_relaxed(&fb_topo_qs[i].ctr, 0);
 	fb_store_relaxed(&qs_hi, 0);
 }

@@ -460,12 +460,21 @@ static int load_spec(struct fb_topo *t, const char *spec, const char *name,
 	return EINVAL;
 }
 
-/* Logical index of the first PU inside @obj. */
+/*
+ * Logical index of the first PU inside @obj.  Logical indexes run left to
+ * right along the tree, so that PU is down @obj's first children: a walk
+ * of the tree's depth, where a search of the PUs by cpuset would make the
+ * digest quadratic in them.
+ */
 static int first_pu(hwloc_topology_t topo, hwloc_obj_t obj)
 {
-	hwloc_obj_t pu = hwloc_get_obj_inside_cpuset_by_type(topo, obj->cpuset,
-							     HWLOC_OBJ_PU, 0);
+	hwloc_obj_t pu = obj;
 
+	while (pu->type != HWLOC_OBJ_PU && pu->first_child)
+		pu = pu->first_child;
+	if (pu->type != HWLOC_OBJ_PU)
+		pu = hwloc_get_obj_inside_cpuset_by_type(topo, obj->cpuset,
+							 HWLOC_OBJ_PU, 0);
 	return pu ? (int)pu->logical_index : -1;
 }
 

@@ -86,15 +86,46 @@ void fb_topo_describe(const struct fb_topo *t, char *buf, size_t len);
 
 /* ---- worker masks -------------------------------------------------------- */
 
+/*
+ * FB_MAX_WORKERS is the most workers a view, and so the simulator, can have;
+ * the runtime's own limit is lower (FIBER_WORKERS_MAX, include/fiber.h).  A
+ * mask has room for all of them, but no walk looks past the words in use:
+ * fb_wmask_nr_words, the words that the largest view built so far (or the
+ * highest worker any mask was given) needs.  It only grows, so a mask built
+ * under a smaller bound is still read whole; with a few workers every walk
+ * is a word or two, however large FB_MAX_WORKERS is.  fb_wmask_zero and
+ * fb_wmask_copy write the words in use only: a mask they made takes a
+ * worker past the bound only after fb_wmask_reserve (a mask zeroed whole,
+ * by memset, calloc or an initialiser, takes any worker).
+ */
 #ifndef FB_MAX_WORKERS
-#define FB_MAX_WORKERS 1024
+#define FB_MAX_WORKERS 4096
 #endif
 #define FB_WMASK_WORDS (FB_MAX_WORKERS / 64)
 
-/* A set of workers, fixed size (128 bytes for 1024 workers). */
+/* A set of workers, fixed size (512 bytes for 4096 workers). */
 struct fb_wmask {
 	uint64_t bits[FB_WMASK_WORDS];
 };
+
+/* Words of any mask that may have bits set, 1..FB_WMASK_WORDS; relaxed
+ * atomic, only grows (fb_wmask_reserve). */
+extern int fb_wmask_nr_words;
+
+/* fb_wmask_words - the words a walk must look at. */
+static inline int fb_wmask_words(void)
+{
+	return __atomic_load_n(&fb_wmask_nr_words, __ATOMIC_RELAXED);
+}
+
+/*
+ * fb_wmask_reserve - let masks hold workers 0..@nr_workers-1: raise
+ * fb_wmask_nr_words to cover them (never lowers it).  Whoever sets bits
+ * for other threads to read calls it before they read (the view builder
+ * before publication, the runtime before its workers start).
+ * Context: any; lock-free.  @nr_workers must be at most FB_MAX_WORKERS.
+ */
+void fb_wmask_reserve(int nr_workers);
 
 static inline bool fb_wmask_test(const struct fb_wmask *m, int w)
 {
@@ -103,6 +134,8 @@ static inline bool fb_wmask_test(const struct fb_wmask *m, int w)
 
 static inline void fb_wmask_set(struct fb_wmask *m, int w)
 {
+	if (__builtin_expect((unsigned)w / 64 >= (unsigned)fb_wmask_words(), 0))
+		fb_wmask_reserve(w + 1);
 	m->bits[(unsigned)w / 64] |= UINT64_C(1) << ((unsigned)w % 64);
 }
 
@@ -111,11 +144,59 @@ static inline void fb_wmask_clear(struct fb_wmask *m, int w)
 	m->bits[(unsigned)w / 64] &= ~(UINT64_C(1) << ((unsigned)w % 64));
 }
 
+/* fb_wmask_zero - empty @m (the words in use). */
+static inline void fb_wmask_zero(struct fb_wmask *m)
+{
+	int n = fb_wmask_words();
+
+	for (int i = 0; i < n; i++)
+		m->bits[i] = 0;
+}
+
+/* fb_wmask_copy - *@dst = *@src, the words in use only. */
+static inline void fb_wmask_copy(struct fb_wmask *dst,
+				 const struct fb_wmask *src)
+{
+	int n = fb_wmask_words();
+
+	for (int i = 0; i < n; i++)
+		dst->bits[i] = src->bits[i];
+}
+
+/* fb_wmask_and - @dst &= @src. */
+static inline void fb_wmask_and(struct fb_wmask *dst,
+				const struct fb_wmask *src)
+{
+	int n = fb_wmask_words();
+
+	for (int i = 0; i < n; i++)
+		dst->bits[i] &= src->bits[i];
+}
+
+/* fb_wmask_or - @dst |= @src. */
+static inline void fb_wmask_or(struct fb_wmask *dst, const struct fb_wmask *src)
+{
+	int n = fb_wmask_words();
+
+	for (int i = 0; i < n; i++)
+		dst->bits[i] |= src->bits[i];
+}
+
+/* fb_wmask_andnot - @dst &= ~@src. */
+static inline void fb_wmask_andnot(struct fb_wmask *dst,
+				   const struct fb_wmask *src)
+{
+	int n = fb_wmask_words();
+
+	for (int i = 0; i < n; i++)
+		dst->bits[i] &= ~src->bits[i];
+}
+
 static inline int fb_wmask_weight(const struct fb_wmask *m)
 {
-	int n = 0;
+	int n = 0, words = fb_wmask_words();
 
-	for (int i = 0; i < FB_WMASK_WORDS; i++)
+	for (int i = 0; i < words; i++)
 		n += __builtin_popcountll(m->bits[i]);
 	return n;
 }
@@ -123,7 +204,9 @@ static inline int fb_wmask_weight(const struct fb_wmask *m)
 /* fb_wmask_next - the first worker >= @w in @m, or -1. */
 static inline int fb_wmask_next(const struct fb_wmask *m, int w)
 {
-	for (int i = w / 64; w >= 0 && i < FB_WMASK_WORDS; i++) {
+	int words = fb_wmask_words();
+
+	for (int i = w / 64; w >= 0 && i < words; i++) {
 		uint64_t b = m->bits[i];
 
 		if (i == w / 64)
@@ -142,7 +225,9 @@ static inline int fb_wmask_first(const struct fb_wmask *m)
 static inline bool fb_wmask_equal(const struct fb_wmask *a,
 				  const struct fb_wmask *b)
 {
-	for (int i = 0; i < FB_WMASK_WORDS; i++)
+	int words = fb_wmask_words();
+
+	for (int i = 0; i < words; i++)
 		if (a->bits[i] != b->bits[i])
 			return false;
 	return true;

@@ -231,8 +231,8 @@ struct fb_sched_view {
 
 /*
  * fb_topo_view_build - build the domain view of @t for @nr_workers workers
- * (0: one per PU).  Pure: reads @t only, starts no thread, takes no lock.
- * Context: any thread.
+ * (0: one per PU).  Pure but for raising the mask bound (fb_wmask_reserve):
+ * reads @t only, starts no thread, takes no lock.  Context: any thread.
  * Return: 0 and *@out; EINVAL if @nr_workers is negative or above
  * FB_MAX_WORKERS; ENOMEM.
  */
