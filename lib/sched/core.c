@@ -313,20 +313,28 @@ fb_noinline void fb_sched_drain_wakelist(struct fb_worker *w)
  * thread (@this its worker or NULL); @f is owned by the caller and has
  * on_worker == 0 unless @t is the worker leaving it.
  */
+/* set_runnext - a fiber wakes @f on its own worker @this: if runnext is
+ * free and the streak allows it, @f runs next, without the run-queue lock
+ * (see schedule()).  Return: true if @f went there.  Context: worker
+ * @this, @f RUNNABLE and owned by the caller. */
+static inline bool set_runnext(struct fb_worker *this, struct fb_fiber *f)
+{
+	if (!this->curr || this->runnext ||
+	    this->runnext_streak >= FB_RUNNEXT_STREAK)
+		return false;
+	this->runnext = f;
+	this->runnext_streak++;
+	FB_COUNT(this, local_enqueues);
+	return true;
+}
+
 static void enqueue(struct fb_fiber *f, struct fb_worker *t,
 		    struct fb_worker *this)
 {
 	int nr;
 
-	if (t == this && this->curr && !this->runnext &&
-	    this->runnext_streak < FB_RUNNEXT_STREAK) {
-		/* A fiber wakes another on its own worker: the wakee runs
-		 * next, without the run-queue lock (see schedule()). */
-		this->runnext = f;
-		this->runnext_streak++;
-		FB_COUNT(this, local_enqueues);
+	if (t == this && set_runnext(this, f))
 		return;
-	}
 	fb_spin_lock(&t->rq_lock);
 	fb_list_add_tail(&f->rq_node, &t->rq);
 	if (t == this) {
@@ -424,6 +432,8 @@ static void count_wake(struct fb_worker *this, const struct fb_wake_result *r)
 
 static bool wake(struct fb_worker *this, struct fb_fiber *f,
 		 unsigned int flags);
+static void wake_place(struct fb_worker *this, struct fb_fiber *f,
+		       unsigned int flags);
 
 bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
 {
@@ -439,12 +449,14 @@ bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
 	return woken;
 }
 
-/* wake - fb_fiber_wake() once the waker may use the runtime. */
-static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
+/* wake - fb_fiber_wake() once the waker may use the runtime: the state
+ * change and the one-worker hand-off here, inline, so that a pipe's or a
+ * channel's ping-pong on one worker pays no call frame for the placement
+ * it does not need; the rest in wake_place(). */
+static inline bool wake(struct fb_worker *this, struct fb_fiber *f,
+			unsigned int flags)
 {
-	int s = fb_load_acquire(&f->state), t;
-	struct fb_place_view v;
-	struct fb_wake_result res;
+	int s = fb_load_acquire(&f->state);
 
 	/* A fiber an earlier runtime abandoned never runs in this one. */
 	if (fb_unlikely(f->epoch != fb_load_relaxed(&fb_rt_epoch)))
@@ -463,16 +475,30 @@ static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
 		}
 	}
 	FB_COUNT(this, wakeups);
-	if (fb_rt->nr_workers == 1 && this) {
+	if (this && fb_rt->nr_workers == 1) {
 		/* One worker and the waker runs on it: there is nothing to
 		 * place, and @f left the worker before the waker ran, so its
 		 * on_worker is already 0. */
 		FB_PROBE(wake, f->id, 0, 0, 0, -1);
 		if (fb_unlikely(fb_trace_on))
 			fb_trace_wake_slow(this, f);
-		enqueue(f, this, this);
+		if (!set_runnext(this, f))
+			enqueue(f, this, this);
 		return true;
 	}
+	wake_place(this, f, flags);
+	return true;
+}
+
+/* wake_place - the rest of wake(): place RUNNABLE @f, which the caller
+ * owns, and deliver it. */
+static fb_noinline void wake_place(struct fb_worker *this, struct fb_fiber *f,
+				   unsigned int flags)
+{
+	struct fb_place_view v;
+	struct fb_wake_result res;
+	int t;
+
 	fb_sched_view_enter(&v);
 	if (fb_load_acquire(&f->on_worker)) {
 		t = f->pf.prev;
@@ -484,7 +510,7 @@ static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
 				fb_trace_wake_slow(this, f);
 			push(f, fb_rt->workers[t], this);
 			fb_sched_view_exit();
-			return true;
+			return;
 		}
 		FB_COUNT(this, on_worker_waits);
 		for (unsigned int spins = 0; fb_load_acquire(&f->on_worker);)
@@ -502,7 +528,6 @@ static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
 		fb_trace_wake_slow(this, f);
 	deliver(&v, f, t, this);
 	fb_sched_view_exit();
-	return true;
 }
 
 /* ---- waiters ------------------------------------------------------------- */
