@@ -598,7 +598,9 @@ static fb_noinline void migrate_finish(struct fb_worker *w, struct fb_fiber *f)
 	fb_sched_view_exit();
 }
 
-void fb_sched_finish_switch(struct fb_worker *w)
+/* finish_switch - fb_sched_finish_switch(), inline in schedule(), which
+ * runs it after every switch back to a fiber. */
+static fb_always_inline void finish_switch(struct fb_worker *w)
 {
 	struct fb_fiber *prev = w->prev_switch;
 
@@ -617,6 +619,11 @@ tick:
 	fb_sched_tick_maybe(w);
 }
 
+void fb_sched_finish_switch(struct fb_worker *w)
+{
+	finish_switch(w);
+}
+
 /* ctx_switch - fb_ctx_switch wrapped in the sanitizers' bookkeeping.
  * @dying: the leaving context never resumes; @tsan: TSan's context of the
  * one we switch to. */
@@ -631,8 +638,10 @@ static inline void ctx_switch(void **save, void *load, const void *bottom,
 	fb_san_finish_switch(fake);
 }
 
-void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
-			struct fb_fiber *next, uint64_t now)
+/* switch_to - fb_sched_switch_to(), inline in schedule(). */
+static fb_always_inline void switch_to(struct fb_worker *w,
+				       struct fb_fiber *prev,
+				       struct fb_fiber *next, uint64_t now)
 {
 	fb_sched_pelt_enter(w, next, now);
 	fb_store_relaxed(&next->state, FB_FIBER_RUNNING);
@@ -656,15 +665,24 @@ void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
 		   next->san.tsan);
 }
 
+void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
+			struct fb_fiber *next, uint64_t now)
+{
+	switch_to(w, prev, next, now);
+}
+
 enum sched_mode { SCHED_YIELD, SCHED_PARK, SCHED_EXIT, SCHED_MIGRATE };
 
 /*
  * schedule - leave the calling fiber and run the next runnable one, or the
  * idle loop.  Context: fiber @prev on worker @w; for SCHED_YIELD the caller
  * has set @prev RUNNABLE, for SCHED_PARK PARKED, for SCHED_EXIT DEAD.
+ * Inline, with the switch and what follows it, in fb_fiber_park(), the
+ * one hot caller, for a constant @mode and a single frame; the others
+ * call schedule_call().
  */
-static void schedule(struct fb_worker *w, struct fb_fiber *prev,
-		     enum sched_mode mode)
+static fb_always_inline void
+schedule(struct fb_worker *w, struct fb_fiber *prev, enum sched_mode mode)
 {
 	uint64_t now = fb_sched_clock();
 	struct fb_list *n;
@@ -714,7 +732,7 @@ picked:
 	if (fb_unlikely(fb_test_switch_hook != NULL))
 		fb_test_switch_hook();
 	if (next) {
-		fb_sched_switch_to(w, prev, next, now);
+		switch_to(w, prev, next, now);
 	} else {
 		__atomic_store_n(&w->curr, NULL,
 				 __ATOMIC_RELAXED); /* read by balancers */
@@ -727,7 +745,15 @@ picked:
 			   w->idle_tsan);
 	}
 	/* Resumed, perhaps on another worker. */
-	fb_sched_finish_switch(fb_worker_self());
+	finish_switch(fb_worker_self());
+}
+
+/* schedule_call - schedule(), out of line, for the callers that are not
+ * on the hot path. */
+static fb_noinline void
+schedule_call(struct fb_worker *w, struct fb_fiber *prev, enum sched_mode mode)
+{
+	schedule(w, prev, mode);
 }
 
 /* park_pending - the rest of fb_fiber_park() while a cancellation is
@@ -737,7 +763,7 @@ static fb_noinline void park_pending(struct fb_worker *w, struct fb_fiber *f)
 	if (fb_cancel_park(f))
 		return;
 	FB_COUNT(w, parks);
-	schedule(w, f, SCHED_PARK);
+	schedule_call(w, f, SCHED_PARK);
 }
 
 void fb_fiber_park(void)
@@ -785,7 +811,7 @@ bool fb_sched_yield(void)
 	}
 	FB_COUNT(w, yields);
 	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
-	schedule(w, f, SCHED_YIELD);
+	schedule_call(w, f, SCHED_YIELD);
 	return true;
 }
 
@@ -795,7 +821,7 @@ void fb_sched_migrate(void)
 	struct fb_fiber *f = w->curr;
 
 	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
-	schedule(w, f, SCHED_MIGRATE);
+	schedule_call(w, f, SCHED_MIGRATE);
 }
 
 void fb_sched_exit(void)
@@ -805,7 +831,7 @@ void fb_sched_exit(void)
 
 	FB_COUNT(w, exits);
 	fb_store_relaxed(&f->state, FB_FIBER_DEAD);
-	schedule(w, f, SCHED_EXIT);
+	schedule_call(w, f, SCHED_EXIT);
 	fb_die(__FILE__, __LINE__, "a dead fiber was resumed");
 }
 
