@@ -277,19 +277,13 @@ static void push(struct fb_fiber *f, struct fb_worker *t,
 		fb_sched_wake_worker(t, this);
 }
 
-/*
- * drain_wakelist - move every fiber handed to @w onto its run queue, in
- * wake order.  ttwu_pending is cleared only after they are queued, under
- * the lock, so no waker sees @w idle while handoffs are in flight.
- * Context: owner worker, rq_lock not held.
- */
-fb_noinline void fb_sched_drain_wakelist(struct fb_worker *w)
+int fb_sched_wakelist_move(struct fb_worker *w, bool remote)
 {
 	struct fb_fiber *f = fb_xchg_seqcst(&w->pw.wakelist, NULL), *rev = NULL;
 	int n = 0;
 
 	if (!f)
-		return;
+		return 0;
 	while (f) {
 		struct fb_fiber *next = fb_load_relaxed(&f->wl_next);
 
@@ -302,10 +296,25 @@ fb_noinline void fb_sched_drain_wakelist(struct fb_worker *w)
 		fb_list_add_tail(&f->rq_node, &w->rq);
 		n++;
 	}
-	fb_nr_running_add_local(w, n);
+	if (remote)
+		atomic_fetch_add(&w->pw.nr_running, n);
+	else
+		fb_nr_running_add_local(w, n);
 	fb_store_release(&w->pw.ttwu_pending, 0);
 	fb_spin_unlock(&w->rq_lock);
-	FB_COUNT(w, wakelist_drains);
+	return n;
+}
+
+/*
+ * drain_wakelist - move every fiber handed to @w onto its run queue, in
+ * wake order.  ttwu_pending is cleared only after they are queued, under
+ * the lock, so no waker sees @w idle while handoffs are in flight.
+ * Context: owner worker, rq_lock not held.
+ */
+fb_noinline void fb_sched_drain_wakelist(struct fb_worker *w)
+{
+	if (fb_sched_wakelist_move(w, false))
+		FB_COUNT(w, wakelist_drains);
 }
 
 /*

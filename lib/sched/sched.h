@@ -690,6 +690,17 @@ void fb_runtime_set_facts(int nr_workers, size_t stack_size);
 void fb_sched_wake_worker(struct fb_worker *t, struct fb_worker *this);
 /* Move fibers handed to @w onto its run queue.  Context: owner worker. */
 void fb_sched_drain_wakelist(struct fb_worker *w);
+/*
+ * fb_sched_wakelist_move - take @w's whole wakelist and queue its fibers
+ * on @w's run queue, in wake order, raising nr_running by their number
+ * and clearing ttwu_pending, under rq_lock.  @remote: the caller is not
+ * @w's owner (the monitor, for a stalled worker): nr_running is then
+ * raised with a seq_cst RMW, the publication that must come before the
+ * caller wakes @w (sched/core.c rule 4).
+ * Context: owner worker, or the monitor with @remote; rq_lock not held.
+ * Return: how many fibers it moved (0: the wakelist was empty).
+ */
+int fb_sched_wakelist_move(struct fb_worker *w, bool remote);
 /* First thing after every switch, on the new stack. */
 void fb_sched_finish_switch(struct fb_worker *w);
 /* Switch from @prev (NULL: the idle loop) to RUNNABLE @next at @now (the
