@@ -125,10 +125,12 @@ static size_t feed_readers(struct fb_pipe *p, const unsigned char *src,
 }
 
 /* Wake the first queued writer to go on with its write: it will retake
- * the lock, so it is counted until it does.  @p->lock held. */
-static void wake_writer(struct fb_pipe *p)
+ * the lock, so it is counted until it does.  Inline, and only a load
+ * when no writer waits, which is every call of a ping-pong.  @p->lock
+ * held. */
+static inline void wake_writer(struct fb_pipe *p)
 {
-	if (fb_waitq_wake_one(&p->writers, 0, 0))
+	if (!fb_list_empty(&p->writers) && fb_waitq_wake_one(&p->writers, 0, 0))
 		p->retrying++;
 }
 
