@@ -103,24 +103,31 @@ static size_t ring_get(struct fb_pipe *p, unsigned char *dst, size_t len)
 	return n;
 }
 
+/* Copy up to @len bytes from @src into claimed reader @w's buffer and
+ * wake it; returns how many it took.  @p->lock held. */
+static inline size_t feed_reader(struct fb_waiter *w, const unsigned char *src,
+				 size_t len)
+{
+	struct read_req *rq = (struct read_req *)w->data;
+	size_t k = FB_MIN(rq->len, len);
+
+	memcpy(rq->buf, src, k);
+	rq->done = k;
+	w->result = 0;
+	fb_waiter_wake(w, FB_WF_SYNC);
+	return k;
+}
+
 /* Copy from @src straight into queued readers and wake them; returns the
  * bytes they took.  @p->lock held. */
 static size_t feed_readers(struct fb_pipe *p, const unsigned char *src,
 			   size_t len)
 {
 	struct fb_waiter *w;
-	struct read_req *rq;
-	size_t done = 0, k;
+	size_t done = 0;
 
-	while (done < len && (w = fb_waitq_pop(&p->readers))) {
-		rq = (struct read_req *)w->data;
-		k = FB_MIN(rq->len, len - done);
-		memcpy(rq->buf, src + done, k);
-		rq->done = k;
-		done += k;
-		w->result = 0;
-		fb_waiter_wake(w, FB_WF_SYNC);
-	}
+	while (done < len && (w = fb_waitq_pop(&p->readers)))
+		done += feed_reader(w, src + done, len - done);
 	return done;
 }
 
@@ -283,7 +290,7 @@ static int write_until(fiber_pipe_t *pipe, const void *buf, size_t len,
 {
 	struct fb_pipe *p = pipe;
 	const unsigned char *src = buf;
-	struct fb_waiter w;
+	struct fb_waiter w, *rw;
 	size_t n = 0;
 	int err = 0;
 
@@ -295,6 +302,19 @@ static int write_until(fiber_pipe_t *pipe, const void *buf, size_t len,
 		return err;
 	}
 	fb_spin_lock(&p->lock);
+	/* The ping-pong's case, straight: one queued reader takes it all
+	 * (queued readers mean an empty ring, so there is room). */
+	if (fb_likely(!p->write_closed && !p->read_closed) && len &&
+	    !fb_list_empty(&p->readers) && (rw = fb_waitq_pop(&p->readers))) {
+		n = feed_reader(rw, src, len);
+		if (n == len) {
+			if (p->count < p->capacity)
+				wake_writer(p);
+			fb_spin_unlock(&p->lock);
+			*done = n;
+			return 0;
+		}
+	}
 	for (;;) {
 		if (fb_unlikely(p->write_closed || p->read_closed)) {
 			err = p->write_closed ? EBADF : EPIPE;
