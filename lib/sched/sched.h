@@ -941,6 +941,18 @@ void fb_timer_run(struct fb_worker *w, uint64_t now);
 int fb_timer_run_for(struct fb_worker *w, struct fb_worker *self, uint64_t now);
 /* fb_timer_next - @w's earliest deadline, 0 if none.  Context: owner. */
 uint64_t fb_timer_next(struct fb_worker *w);
+/* fb_waiter_wait_timed_slow - fb_waiter_wait_timed() for a foreign thread
+ * or with a deadline (sched/timer.c). */
+int fb_waiter_wait_timed_slow(struct fb_waiter *w, struct fb_spinlock *lock,
+			      uint64_t deadline);
+/*
+ * fb_waiter_wait_ended - the end of a fiber's wait without a deadline
+ * that parked while some cancellation was pending: if fiber_cancel()
+ * ended it, take @w off its list under @lock and consume the
+ * cancellation.  Return: w->result, or ECANCELED.  Context: the fiber
+ * of @w, back from its park, @lock not held.
+ */
+int fb_waiter_wait_ended(struct fb_waiter *w, struct fb_spinlock *lock);
 /*
  * fb_waiter_wait_timed - fb_waiter_wait() that gives up at @deadline
  * (FB_NO_DEADLINE: never) or, for a cancellable wait, at fiber_cancel().
@@ -949,9 +961,22 @@ uint64_t fb_timer_next(struct fb_worker *w);
  * came first, or ECANCELED (consumed) if a cancellation did; then @w was
  * taken off the list under @lock.  Returns with @lock released.
  * Context: any thread, like fb_waiter_wait().
+ * Inline: a fiber's wait without a deadline is every sync object's
+ * blocking call, and here it parks without two more frames.
  */
-int fb_waiter_wait_timed(struct fb_waiter *w, struct fb_spinlock *lock,
-			 uint64_t deadline);
+static inline int fb_waiter_wait_timed(struct fb_waiter *w,
+				       struct fb_spinlock *lock,
+				       uint64_t deadline)
+{
+	if (fb_likely(deadline == FB_NO_DEADLINE && w->fiber)) {
+		fb_spin_unlock(lock);
+		fb_fiber_park();
+		if (fb_likely(!fb_load_relaxed(&fb_nr_cancels_pending)))
+			return w->result;
+		return fb_waiter_wait_ended(w, lock);
+	}
+	return fb_waiter_wait_timed_slow(w, lock, deadline);
+}
 /*
  * fb_waiter_wait_keep - fb_waiter_wait_timed() for objects that must put
  * their state right when a waiter leaves without a waker (a join, a
