@@ -235,7 +235,7 @@ static int read_until(fiber_pipe_t *pipe, void *buf, size_t len, size_t *done,
 	size_t n;
 	int err;
 
-	if (!p || (!buf && len) || !done)
+	if (fb_unlikely(!p || !done || (!buf && len)))
 		return EINVAL;
 	err = fb_cancel_point();
 	if (err) {
@@ -319,7 +319,7 @@ static int write_until(fiber_pipe_t *pipe, const void *buf, size_t len,
 	size_t n = 0;
 	int err = 0;
 
-	if (!p || (!buf && len) || !done)
+	if (fb_unlikely(!p || !done || (!buf && len)))
 		return EINVAL;
 	err = fb_cancel_point();
 	if (err) {
