@@ -93,7 +93,8 @@ static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
 #define CHUNK_MAX 65536
 
 struct stream {
-	uint64_t total; /* bytes to send */
+	uint64_t total;	  /* bytes to send */
+	size_t chunk_max; /* chunks of 1 to chunk_max <= CHUNK_MAX bytes */
 	uint64_t sent, received;
 	uint64_t sum_sent, sum_received;
 	int write_err, read_err, close_err;
@@ -109,7 +110,7 @@ static void *stream_writer(void *arg)
 
 	st->sum_sent = FNV_INIT;
 	while (buf && st->sent < st->total) {
-		n = (size_t)(xorshift64(&sizes) % CHUNK_MAX) + 1;
+		n = (size_t)(xorshift64(&sizes) % st->chunk_max) + 1;
 		if (n > st->total - st->sent)
 			n = (size_t)(st->total - st->sent);
 		for (size_t i = 0; i < n; i++)
@@ -134,7 +135,7 @@ static void *stream_reader(void *arg)
 
 	st->sum_received = FNV_INIT;
 	while (buf) {
-		n = (size_t)(xorshift64(&sizes) % CHUNK_MAX) + 1;
+		n = (size_t)(xorshift64(&sizes) % st->chunk_max) + 1;
 		st->read_err = fiber_pipe_read(pipe_, buf, n, &done);
 		if (st->read_err || done == 0 || done > n)
 			break;
@@ -145,9 +146,10 @@ static void *stream_reader(void *arg)
 	return NULL;
 }
 
-static void run_stream(unsigned int workers, size_t capacity, uint64_t total)
+static void run_stream_chunks(unsigned int workers, size_t capacity,
+			      uint64_t total, size_t chunk_max)
 {
-	struct stream st = { .total = total };
+	struct stream st = { .total = total, .chunk_max = chunk_max };
 	fiber_t r, w;
 
 	runtime_start(workers);
@@ -167,6 +169,11 @@ static void run_stream(unsigned int workers, size_t capacity, uint64_t total)
 	runtime_stop();
 }
 
+static void run_stream(unsigned int workers, size_t capacity, uint64_t total)
+{
+	run_stream_chunks(workers, capacity, total, CHUNK_MAX);
+}
+
 static void test_pipe_64mib_random_chunks_arrive_intact(void **state)
 {
 	(void)state;
@@ -179,6 +186,17 @@ static void test_pipe_odd_capacity_wraps_correctly(void **state)
 	/* A prime capacity makes every wrap-around split land elsewhere. */
 	run_stream(1, 4093, 8ull << 20);
 	run_stream(3, 1, 256 << 10);
+}
+
+/* Writes and reads of 1 to 20 bytes, each size across the short copies'
+ * bounds (4, 8, 16), straight into a queued reader and through a ring
+ * whose prime capacity splits them at every offset. */
+static void test_pipe_short_chunks_arrive_intact(void **state)
+{
+	(void)state;
+	run_stream_chunks(1, 0, 1 << 20, 20);
+	run_stream_chunks(1, 31, 1 << 20, 20);
+	run_stream_chunks(2, 31, 256 << 10, 20);
 }
 
 /* ---- EOF, partial reads, errors ---- */
@@ -427,6 +445,7 @@ int main(void)
 		TEST(test_pipe_blocked_reader_gets_eof),
 		TEST(test_pipe_pingpong_one_byte_on_one_worker),
 		TEST(test_pipe_odd_capacity_wraps_correctly),
+		TEST(test_pipe_short_chunks_arrive_intact),
 		TEST(test_pipe_64mib_random_chunks_arrive_intact),
 	};
 

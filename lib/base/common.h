@@ -21,6 +21,7 @@
 #define fb_likely(x) __builtin_expect(!!(x), 1)
 #define fb_unlikely(x) __builtin_expect(!!(x), 0)
 #define fb_noinline __attribute__((noinline))
+#define fb_always_inline inline __attribute__((always_inline))
 #define fb_unused __attribute__((unused))
 #define FB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define fb_container_of(ptr, type, member)                                     \

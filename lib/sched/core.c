@@ -277,19 +277,13 @@ static void push(struct fb_fiber *f, struct fb_worker *t,
 		fb_sched_wake_worker(t, this);
 }
 
-/*
- * drain_wakelist - move every fiber handed to @w onto its run queue, in
- * wake order.  ttwu_pending is cleared only after they are queued, under
- * the lock, so no waker sees @w idle while handoffs are in flight.
- * Context: owner worker, rq_lock not held.
- */
-fb_noinline void fb_sched_drain_wakelist(struct fb_worker *w)
+int fb_sched_wakelist_move(struct fb_worker *w, bool remote)
 {
 	struct fb_fiber *f = fb_xchg_seqcst(&w->pw.wakelist, NULL), *rev = NULL;
 	int n = 0;
 
 	if (!f)
-		return;
+		return 0;
 	while (f) {
 		struct fb_fiber *next = fb_load_relaxed(&f->wl_next);
 
@@ -302,10 +296,25 @@ fb_noinline void fb_sched_drain_wakelist(struct fb_worker *w)
 		fb_list_add_tail(&f->rq_node, &w->rq);
 		n++;
 	}
-	fb_nr_running_add_local(w, n);
+	if (remote)
+		atomic_fetch_add(&w->pw.nr_running, n);
+	else
+		fb_nr_running_add_local(w, n);
 	fb_store_release(&w->pw.ttwu_pending, 0);
 	fb_spin_unlock(&w->rq_lock);
-	FB_COUNT(w, wakelist_drains);
+	return n;
+}
+
+/*
+ * drain_wakelist - move every fiber handed to @w onto its run queue, in
+ * wake order.  ttwu_pending is cleared only after they are queued, under
+ * the lock, so no waker sees @w idle while handoffs are in flight.
+ * Context: owner worker, rq_lock not held.
+ */
+fb_noinline void fb_sched_drain_wakelist(struct fb_worker *w)
+{
+	if (fb_sched_wakelist_move(w, false))
+		FB_COUNT(w, wakelist_drains);
 }
 
 /*
@@ -313,20 +322,28 @@ fb_noinline void fb_sched_drain_wakelist(struct fb_worker *w)
  * thread (@this its worker or NULL); @f is owned by the caller and has
  * on_worker == 0 unless @t is the worker leaving it.
  */
+/* set_runnext - a fiber wakes @f on its own worker @this: if runnext is
+ * free and the streak allows it, @f runs next, without the run-queue lock
+ * (see schedule()).  Return: true if @f went there.  Context: worker
+ * @this, @f RUNNABLE and owned by the caller. */
+static inline bool set_runnext(struct fb_worker *this, struct fb_fiber *f)
+{
+	if (!this->curr || this->runnext ||
+	    this->runnext_streak >= FB_RUNNEXT_STREAK)
+		return false;
+	this->runnext = f;
+	this->runnext_streak++;
+	FB_COUNT(this, local_enqueues);
+	return true;
+}
+
 static void enqueue(struct fb_fiber *f, struct fb_worker *t,
 		    struct fb_worker *this)
 {
 	int nr;
 
-	if (t == this && this->curr && !this->runnext &&
-	    this->runnext_streak < FB_RUNNEXT_STREAK) {
-		/* A fiber wakes another on its own worker: the wakee runs
-		 * next, without the run-queue lock (see schedule()). */
-		this->runnext = f;
-		this->runnext_streak++;
-		FB_COUNT(this, local_enqueues);
+	if (t == this && set_runnext(this, f))
 		return;
-	}
 	fb_spin_lock(&t->rq_lock);
 	fb_list_add_tail(&f->rq_node, &t->rq);
 	if (t == this) {
@@ -424,6 +441,8 @@ static void count_wake(struct fb_worker *this, const struct fb_wake_result *r)
 
 static bool wake(struct fb_worker *this, struct fb_fiber *f,
 		 unsigned int flags);
+static void wake_place(struct fb_worker *this, struct fb_fiber *f,
+		       unsigned int flags);
 
 bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
 {
@@ -439,12 +458,14 @@ bool fb_fiber_wake(struct fb_fiber *f, unsigned int flags)
 	return woken;
 }
 
-/* wake - fb_fiber_wake() once the waker may use the runtime. */
-static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
+/* wake - fb_fiber_wake() once the waker may use the runtime: the state
+ * change and the one-worker hand-off here, inline, so that a pipe's or a
+ * channel's ping-pong on one worker pays no call frame for the placement
+ * it does not need; the rest in wake_place(). */
+static inline bool wake(struct fb_worker *this, struct fb_fiber *f,
+			unsigned int flags)
 {
-	int s = fb_load_acquire(&f->state), t;
-	struct fb_place_view v;
-	struct fb_wake_result res;
+	int s = fb_load_acquire(&f->state);
 
 	/* A fiber an earlier runtime abandoned never runs in this one. */
 	if (fb_unlikely(f->epoch != fb_load_relaxed(&fb_rt_epoch)))
@@ -463,16 +484,30 @@ static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
 		}
 	}
 	FB_COUNT(this, wakeups);
-	if (fb_rt->nr_workers == 1 && this) {
+	if (this && fb_rt->nr_workers == 1) {
 		/* One worker and the waker runs on it: there is nothing to
 		 * place, and @f left the worker before the waker ran, so its
 		 * on_worker is already 0. */
 		FB_PROBE(wake, f->id, 0, 0, 0, -1);
 		if (fb_unlikely(fb_trace_on))
 			fb_trace_wake_slow(this, f);
-		enqueue(f, this, this);
+		if (!set_runnext(this, f))
+			enqueue(f, this, this);
 		return true;
 	}
+	wake_place(this, f, flags);
+	return true;
+}
+
+/* wake_place - the rest of wake(): place RUNNABLE @f, which the caller
+ * owns, and deliver it. */
+static fb_noinline void wake_place(struct fb_worker *this, struct fb_fiber *f,
+				   unsigned int flags)
+{
+	struct fb_place_view v;
+	struct fb_wake_result res;
+	int t;
+
 	fb_sched_view_enter(&v);
 	if (fb_load_acquire(&f->on_worker)) {
 		t = f->pf.prev;
@@ -484,7 +519,7 @@ static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
 				fb_trace_wake_slow(this, f);
 			push(f, fb_rt->workers[t], this);
 			fb_sched_view_exit();
-			return true;
+			return;
 		}
 		FB_COUNT(this, on_worker_waits);
 		for (unsigned int spins = 0; fb_load_acquire(&f->on_worker);)
@@ -502,7 +537,6 @@ static bool wake(struct fb_worker *this, struct fb_fiber *f, unsigned int flags)
 		fb_trace_wake_slow(this, f);
 	deliver(&v, f, t, this);
 	fb_sched_view_exit();
-	return true;
 }
 
 /* ---- waiters ------------------------------------------------------------- */
@@ -573,7 +607,9 @@ static fb_noinline void migrate_finish(struct fb_worker *w, struct fb_fiber *f)
 	fb_sched_view_exit();
 }
 
-void fb_sched_finish_switch(struct fb_worker *w)
+/* finish_switch - fb_sched_finish_switch(), inline in schedule(), which
+ * runs it after every switch back to a fiber. */
+static fb_always_inline void finish_switch(struct fb_worker *w)
 {
 	struct fb_fiber *prev = w->prev_switch;
 
@@ -592,6 +628,11 @@ tick:
 	fb_sched_tick_maybe(w);
 }
 
+void fb_sched_finish_switch(struct fb_worker *w)
+{
+	finish_switch(w);
+}
+
 /* ctx_switch - fb_ctx_switch wrapped in the sanitizers' bookkeeping.
  * @dying: the leaving context never resumes; @tsan: TSan's context of the
  * one we switch to. */
@@ -606,8 +647,10 @@ static inline void ctx_switch(void **save, void *load, const void *bottom,
 	fb_san_finish_switch(fake);
 }
 
-void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
-			struct fb_fiber *next, uint64_t now)
+/* switch_to - fb_sched_switch_to(), inline in schedule(). */
+static fb_always_inline void switch_to(struct fb_worker *w,
+				       struct fb_fiber *prev,
+				       struct fb_fiber *next, uint64_t now)
 {
 	fb_sched_pelt_enter(w, next, now);
 	fb_store_relaxed(&next->state, FB_FIBER_RUNNING);
@@ -631,15 +674,24 @@ void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
 		   next->san.tsan);
 }
 
+void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
+			struct fb_fiber *next, uint64_t now)
+{
+	switch_to(w, prev, next, now);
+}
+
 enum sched_mode { SCHED_YIELD, SCHED_PARK, SCHED_EXIT, SCHED_MIGRATE };
 
 /*
  * schedule - leave the calling fiber and run the next runnable one, or the
  * idle loop.  Context: fiber @prev on worker @w; for SCHED_YIELD the caller
  * has set @prev RUNNABLE, for SCHED_PARK PARKED, for SCHED_EXIT DEAD.
+ * Inline, with the switch and what follows it, in fb_fiber_park(), the
+ * one hot caller, for a constant @mode and a single frame; the others
+ * call schedule_call().
  */
-static void schedule(struct fb_worker *w, struct fb_fiber *prev,
-		     enum sched_mode mode)
+static fb_always_inline void
+schedule(struct fb_worker *w, struct fb_fiber *prev, enum sched_mode mode)
 {
 	uint64_t now = fb_sched_clock();
 	struct fb_list *n;
@@ -689,7 +741,7 @@ picked:
 	if (fb_unlikely(fb_test_switch_hook != NULL))
 		fb_test_switch_hook();
 	if (next) {
-		fb_sched_switch_to(w, prev, next, now);
+		switch_to(w, prev, next, now);
 	} else {
 		__atomic_store_n(&w->curr, NULL,
 				 __ATOMIC_RELAXED); /* read by balancers */
@@ -702,7 +754,15 @@ picked:
 			   w->idle_tsan);
 	}
 	/* Resumed, perhaps on another worker. */
-	fb_sched_finish_switch(fb_worker_self());
+	finish_switch(fb_worker_self());
+}
+
+/* schedule_call - schedule(), out of line, for the callers that are not
+ * on the hot path. */
+static fb_noinline void
+schedule_call(struct fb_worker *w, struct fb_fiber *prev, enum sched_mode mode)
+{
+	schedule(w, prev, mode);
 }
 
 /* park_pending - the rest of fb_fiber_park() while a cancellation is
@@ -712,7 +772,7 @@ static fb_noinline void park_pending(struct fb_worker *w, struct fb_fiber *f)
 	if (fb_cancel_park(f))
 		return;
 	FB_COUNT(w, parks);
-	schedule(w, f, SCHED_PARK);
+	schedule_call(w, f, SCHED_PARK);
 }
 
 void fb_fiber_park(void)
@@ -760,7 +820,7 @@ bool fb_sched_yield(void)
 	}
 	FB_COUNT(w, yields);
 	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
-	schedule(w, f, SCHED_YIELD);
+	schedule_call(w, f, SCHED_YIELD);
 	return true;
 }
 
@@ -770,7 +830,7 @@ void fb_sched_migrate(void)
 	struct fb_fiber *f = w->curr;
 
 	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
-	schedule(w, f, SCHED_MIGRATE);
+	schedule_call(w, f, SCHED_MIGRATE);
 }
 
 void fb_sched_exit(void)
@@ -780,7 +840,7 @@ void fb_sched_exit(void)
 
 	FB_COUNT(w, exits);
 	fb_store_relaxed(&f->state, FB_FIBER_DEAD);
-	schedule(w, f, SCHED_EXIT);
+	schedule_call(w, f, SCHED_EXIT);
 	fb_die(__FILE__, __LINE__, "a dead fiber was resumed");
 }
 

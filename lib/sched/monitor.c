@@ -435,27 +435,8 @@ static void report_stall(struct fb_runtime *r, struct fb_worker *w,
  * the worker's state). */
 static void drain_remote(struct fb_worker *w)
 {
-	struct fb_fiber *f = fb_xchg_seqcst(&w->pw.wakelist, NULL), *rev = NULL;
-	int n = 0;
-
-	if (!f)
-		return;
-	while (f) {
-		struct fb_fiber *next = fb_load_relaxed(&f->wl_next);
-
-		fb_store_relaxed(&f->wl_next, rev);
-		rev = f;
-		f = next;
-	}
-	fb_spin_lock(&w->rq_lock);
-	for (f = rev; f; f = fb_load_relaxed(&f->wl_next)) {
-		fb_list_add_tail(&f->rq_node, &w->rq);
-		n++;
-	}
-	atomic_fetch_add(&w->pw.nr_running, n);
-	fb_store_release(&w->pw.ttwu_pending, 0);
-	fb_spin_unlock(&w->rq_lock);
-	fb_sched_wake_worker(w, NULL);
+	if (fb_sched_wakelist_move(w, true))
+		fb_sched_wake_worker(w, NULL);
 }
 
 /* target - the worker that is not stalled, allows @f and has the fewest

@@ -690,6 +690,17 @@ void fb_runtime_set_facts(int nr_workers, size_t stack_size);
 void fb_sched_wake_worker(struct fb_worker *t, struct fb_worker *this);
 /* Move fibers handed to @w onto its run queue.  Context: owner worker. */
 void fb_sched_drain_wakelist(struct fb_worker *w);
+/*
+ * fb_sched_wakelist_move - take @w's whole wakelist and queue its fibers
+ * on @w's run queue, in wake order, raising nr_running by their number
+ * and clearing ttwu_pending, under rq_lock.  @remote: the caller is not
+ * @w's owner (the monitor, for a stalled worker): nr_running is then
+ * raised with a seq_cst RMW, the publication that must come before the
+ * caller wakes @w (sched/core.c rule 4).
+ * Context: owner worker, or the monitor with @remote; rq_lock not held.
+ * Return: how many fibers it moved (0: the wakelist was empty).
+ */
+int fb_sched_wakelist_move(struct fb_worker *w, bool remote);
 /* First thing after every switch, on the new stack. */
 void fb_sched_finish_switch(struct fb_worker *w);
 /* Switch from @prev (NULL: the idle loop) to RUNNABLE @next at @now (the
@@ -931,6 +942,18 @@ void fb_timer_run(struct fb_worker *w, uint64_t now);
 int fb_timer_run_for(struct fb_worker *w, struct fb_worker *self, uint64_t now);
 /* fb_timer_next - @w's earliest deadline, 0 if none.  Context: owner. */
 uint64_t fb_timer_next(struct fb_worker *w);
+/* fb_waiter_wait_timed_slow - fb_waiter_wait_timed() for a foreign thread
+ * or with a deadline (sched/timer.c). */
+int fb_waiter_wait_timed_slow(struct fb_waiter *w, struct fb_spinlock *lock,
+			      uint64_t deadline);
+/*
+ * fb_waiter_wait_ended - the end of a fiber's wait without a deadline
+ * that parked while some cancellation was pending: if fiber_cancel()
+ * ended it, take @w off its list under @lock and consume the
+ * cancellation.  Return: w->result, or ECANCELED.  Context: the fiber
+ * of @w, back from its park, @lock not held.
+ */
+int fb_waiter_wait_ended(struct fb_waiter *w, struct fb_spinlock *lock);
 /*
  * fb_waiter_wait_timed - fb_waiter_wait() that gives up at @deadline
  * (FB_NO_DEADLINE: never) or, for a cancellable wait, at fiber_cancel().
@@ -939,9 +962,22 @@ uint64_t fb_timer_next(struct fb_worker *w);
  * came first, or ECANCELED (consumed) if a cancellation did; then @w was
  * taken off the list under @lock.  Returns with @lock released.
  * Context: any thread, like fb_waiter_wait().
+ * Inline: a fiber's wait without a deadline is every sync object's
+ * blocking call, and here it parks without two more frames.
  */
-int fb_waiter_wait_timed(struct fb_waiter *w, struct fb_spinlock *lock,
-			 uint64_t deadline);
+static inline int fb_waiter_wait_timed(struct fb_waiter *w,
+				       struct fb_spinlock *lock,
+				       uint64_t deadline)
+{
+	if (fb_likely(deadline == FB_NO_DEADLINE && w->fiber)) {
+		fb_spin_unlock(lock);
+		fb_fiber_park();
+		if (fb_likely(!fb_load_relaxed(&fb_nr_cancels_pending)))
+			return w->result;
+		return fb_waiter_wait_ended(w, lock);
+	}
+	return fb_waiter_wait_timed_slow(w, lock, deadline);
+}
 /*
  * fb_waiter_wait_keep - fb_waiter_wait_timed() for objects that must put
  * their state right when a waiter leaves without a waker (a join, a

@@ -338,8 +338,21 @@ int fb_waiter_wait_keep(struct fb_waiter *w, struct fb_spinlock *lock,
 	return w->result;
 }
 
-int fb_waiter_wait_timed(struct fb_waiter *w, struct fb_spinlock *lock,
-			 uint64_t deadline)
+int fb_waiter_wait_ended(struct fb_waiter *w, struct fb_spinlock *lock)
+{
+	if (!canceled(w))
+		return w->result;
+	fb_spin_lock(lock);
+	unlink_locked(w);
+	fb_spin_unlock(lock);
+	fb_cancel_consume();
+	return ECANCELED;
+}
+
+/* fb_waiter_wait_timed_slow - fb_waiter_wait_timed() (sched/sched.h) for
+ * a foreign thread or with a deadline. */
+int fb_waiter_wait_timed_slow(struct fb_waiter *w, struct fb_spinlock *lock,
+			      uint64_t deadline)
 {
 	int err;
 

@@ -69,6 +69,31 @@ struct read_req {
 	size_t done; /* bytes copied into @buf */
 };
 
+/* copy - memcpy() of @n bytes between buffers that do not overlap, with
+ * the short ones inline: a pipe's messages are often a few bytes (a token,
+ * a length), and two overlapping loads and stores are cheaper than the
+ * call; an empty copy (the wrapped half of a ring copy) costs a test. */
+static inline void copy(unsigned char *dst, const unsigned char *src, size_t n)
+{
+	if (n >= 4 && n <= 8) {
+		uint32_t a, b;
+
+		memcpy(&a, src, 4);
+		memcpy(&b, src + n - 4, 4);
+		memcpy(dst, &a, 4);
+		memcpy(dst + n - 4, &b, 4);
+	} else if (n > 8 && n <= 16) {
+		uint64_t a, b;
+
+		memcpy(&a, src, 8);
+		memcpy(&b, src + n - 8, 8);
+		memcpy(dst, &a, 8);
+		memcpy(dst + n - 8, &b, 8);
+	} else if (n) {
+		memcpy(dst, src, n);
+	}
+}
+
 /* Copy up to @len bytes from @src to the tail of the ring; returns how
  * many fitted.  @p->lock held. */
 static size_t ring_put(struct fb_pipe *p, const unsigned char *src, size_t len)
@@ -81,8 +106,8 @@ static size_t ring_put(struct fb_pipe *p, const unsigned char *src, size_t len)
 		tail -= p->capacity;
 	first = FB_MIN(n, p->capacity - tail);
 
-	memcpy(p->ring + tail, src, first);
-	memcpy(p->ring, src + first, n - first);
+	copy(p->ring + tail, src, first);
+	copy(p->ring, src + first, n - first);
 	p->count += n;
 	return n;
 }
@@ -94,13 +119,28 @@ static size_t ring_get(struct fb_pipe *p, unsigned char *dst, size_t len)
 	size_t n = FB_MIN(len, p->count);
 	size_t first = FB_MIN(n, p->capacity - p->head);
 
-	memcpy(dst, p->ring + p->head, first);
-	memcpy(dst + first, p->ring, n - first);
+	copy(dst, p->ring + p->head, first);
+	copy(dst + first, p->ring, n - first);
 	p->head += n;
 	if (p->head >= p->capacity)
 		p->head -= p->capacity;
 	p->count -= n;
 	return n;
+}
+
+/* Copy up to @len bytes from @src into claimed reader @w's buffer and
+ * wake it; returns how many it took.  @p->lock held. */
+static inline size_t feed_reader(struct fb_waiter *w, const unsigned char *src,
+				 size_t len)
+{
+	struct read_req *rq = (struct read_req *)w->data;
+	size_t k = FB_MIN(rq->len, len);
+
+	copy(rq->buf, src, k);
+	rq->done = k;
+	w->result = 0;
+	fb_waiter_wake(w, FB_WF_SYNC);
+	return k;
 }
 
 /* Copy from @src straight into queued readers and wake them; returns the
@@ -109,26 +149,20 @@ static size_t feed_readers(struct fb_pipe *p, const unsigned char *src,
 			   size_t len)
 {
 	struct fb_waiter *w;
-	struct read_req *rq;
-	size_t done = 0, k;
+	size_t done = 0;
 
-	while (done < len && (w = fb_waitq_pop(&p->readers))) {
-		rq = (struct read_req *)w->data;
-		k = FB_MIN(rq->len, len - done);
-		memcpy(rq->buf, src + done, k);
-		rq->done = k;
-		done += k;
-		w->result = 0;
-		fb_waiter_wake(w, FB_WF_SYNC);
-	}
+	while (done < len && (w = fb_waitq_pop(&p->readers)))
+		done += feed_reader(w, src + done, len - done);
 	return done;
 }
 
 /* Wake the first queued writer to go on with its write: it will retake
- * the lock, so it is counted until it does.  @p->lock held. */
-static void wake_writer(struct fb_pipe *p)
+ * the lock, so it is counted until it does.  Inline, and only a load
+ * when no writer waits, which is every call of a ping-pong.  @p->lock
+ * held. */
+static inline void wake_writer(struct fb_pipe *p)
 {
-	if (fb_waitq_wake_one(&p->writers, 0, 0))
+	if (!fb_list_empty(&p->writers) && fb_waitq_wake_one(&p->writers, 0, 0))
 		p->retrying++;
 }
 
@@ -201,7 +235,7 @@ static int read_until(fiber_pipe_t *pipe, void *buf, size_t len, size_t *done,
 	size_t n;
 	int err;
 
-	if (!p || (!buf && len) || !done)
+	if (fb_unlikely(!p || !done || (!buf && len)))
 		return EINVAL;
 	err = fb_cancel_point();
 	if (err) {
@@ -281,11 +315,11 @@ static int write_until(fiber_pipe_t *pipe, const void *buf, size_t len,
 {
 	struct fb_pipe *p = pipe;
 	const unsigned char *src = buf;
-	struct fb_waiter w;
+	struct fb_waiter w, *rw;
 	size_t n = 0;
 	int err = 0;
 
-	if (!p || (!buf && len) || !done)
+	if (fb_unlikely(!p || !done || (!buf && len)))
 		return EINVAL;
 	err = fb_cancel_point();
 	if (err) {
@@ -293,6 +327,19 @@ static int write_until(fiber_pipe_t *pipe, const void *buf, size_t len,
 		return err;
 	}
 	fb_spin_lock(&p->lock);
+	/* The ping-pong's case, straight: one queued reader takes it all
+	 * (queued readers mean an empty ring, so there is room). */
+	if (fb_likely(!p->write_closed && !p->read_closed) && len &&
+	    !fb_list_empty(&p->readers) && (rw = fb_waitq_pop(&p->readers))) {
+		n = feed_reader(rw, src, len);
+		if (n == len) {
+			if (p->count < p->capacity)
+				wake_writer(p);
+			fb_spin_unlock(&p->lock);
+			*done = n;
+			return 0;
+		}
+	}
 	for (;;) {
 		if (fb_unlikely(p->write_closed || p->read_closed)) {
 			err = p->write_closed ? EBADF : EPIPE;
