@@ -3,10 +3,12 @@
  * test-idle-runtime.c - what a worker does when it runs out of work
  * (sched/idle.c), white box: the idle-entry refresh of the LLC's SIS_UTIL
  * scan depth (doc/scheduler.md 2.2.1), the one writer while every worker
- * of an LLC is idle.  Assertions read the shared word; time only paces
- * the test thread, with bounded waits.
+ * of an LLC is idle; the steal's gate and its fallback (doc/scheduler.md
+ * 1.9).  Assertions read shared words and counters; time only paces the
+ * test thread, with bounded waits.
  */
 #include <sched.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -87,10 +89,161 @@ static void test_idle_entry_refreshes_sis_util_depth(void **state)
 	assert_int_equal(fiber_shutdown(), 0);
 }
 
+/* ---- the steal's gate and fallback (doc/scheduler.md 1.9) ---- */
+
+#define ROUNDS 2000
+
+static fiber_sem_t ping, pong;
+
+static void *pinger(void *arg)
+{
+	for (int i = 0; i < ROUNDS; i++) {
+		fiber_sem_post(&ping);
+		fiber_sem_wait(&pong);
+	}
+	return arg;
+}
+
+static void *ponger(void *arg)
+{
+	for (int i = 0; i < ROUNDS; i++) {
+		fiber_sem_wait(&ping);
+		fiber_sem_post(&pong);
+	}
+	return arg;
+}
+
+static fiber_t create_on(int w, void *(*fn)(void *), void *arg)
+{
+	fiber_attr_t a;
+	cpu_set_t s;
+	fiber_t f;
+
+	fiber_attr_init(&a);
+	CPU_ZERO(&s);
+	CPU_SET(w, &s);
+	fiber_attr_setaffinity(&a, sizeof(s), &s);
+	assert_int_equal(fiber_create(&f, &a, fn, arg), 0);
+	fiber_attr_destroy(&a);
+	return f;
+}
+
+/* Two fibers on two workers pass a token back and forth: each worker goes
+ * idle at every round, with nothing queued anywhere (no backlog, so the
+ * newly-idle gate stays closed).  The idle path must not search for a
+ * victim at each idle entry or every 64 spins of its poll: the searches
+ * stay a small fraction of the idle entries (the idle loop before the gate
+ * searched at least once per idle entry: 2 x ROUNDS). */
+static void test_idle_no_search_without_backlog(void **state)
+{
+	struct fiber_config c = { 0 };
+	fiber_t p, q;
+	long long searches, switches;
+
+	(void)state;
+	c.workers = 2;
+	c.topology = "pack:1 l3:1 core:2 pu:1";
+	c.stats = "0";
+	assert_int_equal(fiber_init(&c), 0);
+	fiber_sem_init(&ping, 0);
+	fiber_sem_init(&pong, 0);
+	fiber_stats_reset();
+	q = create_on(1, ponger, NULL);
+	p = create_on(0, pinger, NULL);
+	assert_int_equal(fiber_join(p, NULL), 0);
+	assert_int_equal(fiber_join(q, NULL), 0);
+	searches = fiber_stats_counter("steal_searches");
+	switches = fiber_stats_counter("switches");
+	print_message("switches %lld, steal_searches %lld\n", switches,
+		      searches);
+	fiber_sem_destroy(&ping);
+	fiber_sem_destroy(&pong);
+	assert_int_equal(fiber_shutdown(), 0);
+	assert_true(switches >= ROUNDS);
+	assert_true(searches >= 0);
+	assert_true(searches * 20 < ROUNDS);
+}
+
+static atomic_int unpinned, ran_on = -1;
+
+/* hog - pinned to worker 0: let the thief unpin itself and queue up here,
+ * then compute without a scheduling point until it ran elsewhere (bounded:
+ * 10 s). */
+static void *hog(void *arg)
+{
+	uint64_t end;
+
+	while (!atomic_load(&unpinned))
+		fiber_yield();
+	end = now_ns() + 10000000000ull;
+	while (atomic_load(&ran_on) < 0 && now_ns() < end)
+		;
+	return arg;
+}
+
+/* stranded - created on worker 0, then allowed everywhere and queued
+ * behind the hog; notes where it runs next. */
+static void *stranded(void *arg)
+{
+	atomic_int *flag = arg;
+
+	cpu_set_t all;
+
+	CPU_ZERO(&all);
+	CPU_SET(0, &all);
+	CPU_SET(1, &all);
+	if (fiber_setaffinity(sizeof(all), &all))
+		return NULL; /* ran_on stays -1: the test fails */
+	atomic_store(flag, 1);
+	fiber_yield();
+	atomic_store(&ran_on, fb_worker_self()->id);
+	return NULL;
+}
+
+/* A fiber queued on a worker that never schedules again (its fiber
+ * computes) while the other worker polls, the monitor's rescue off
+ * (LIBFIBER_STALL_MS=0) and no balance due (no tick on the hog's worker):
+ * with the newly-idle gate closed, only the idle loop's ungated fallback
+ * can take it.  Without the fallback the fiber stays stranded until the
+ * hog gives up. */
+static void test_idle_fallback_takes_stranded_fiber(void **state)
+{
+	struct fiber_config c = { 0 };
+	long long steals, moves;
+	fiber_t h, t;
+
+	(void)state;
+	setenv("LIBFIBER_STALL_MS", "0", 1);
+	c.workers = 2;
+	c.topology = "pack:1 l3:1 core:2 pu:1";
+	c.stats = "0";
+	c.idle_poll_set = 1;
+	c.idle_poll_us = 1000000; /* worker 1 polls throughout */
+	assert_int_equal(fiber_init(&c), 0);
+	atomic_store(&unpinned, 0);
+	atomic_store(&ran_on, -1);
+	fiber_stats_reset();
+	/* worker 1 just went idle: it polls for the next second */
+	assert_int_equal(fiber_join(create_on(1, nothing, NULL), NULL), 0);
+	h = create_on(0, hog, NULL);
+	t = create_on(0, stranded, &unpinned);
+	assert_int_equal(fiber_join(t, NULL), 0);
+	assert_int_equal(fiber_join(h, NULL), 0);
+	steals = fiber_stats_counter("steals");
+	moves = fiber_stats_counter("stall_moves");
+	assert_int_equal(fiber_shutdown(), 0);
+	unsetenv("LIBFIBER_STALL_MS");
+	assert_int_equal(atomic_load(&ran_on), 1);
+	assert_true(steals >= 1);
+	assert_int_equal(moves, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_idle_entry_refreshes_sis_util_depth),
+		cmocka_unit_test(test_idle_no_search_without_backlog),
+		cmocka_unit_test(test_idle_fallback_takes_stranded_fiber),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -688,6 +688,70 @@ static void test_place_pick_victim_with_and_without_view(void **state)
 	sim_close(&s);
 }
 
+/* The idle loop's steal decision (doc/scheduler.md 1.9): the balance's
+ * choice without a search; with the gate closed (no choice) the ungated
+ * search only when it is due, forced, and something is queued at all. */
+static void test_place_idle_steal_gated_and_rate_limited(void **state)
+{
+	uint64_t next = 0;
+	bool searched;
+	struct sim s;
+
+	(void)state;
+	sim_open(&s, "pack:1 l3:2 core:4 pu:1", false, 0);
+	/* nothing queued anywhere: no search even when forced; the hint's
+	 * reads are rate-limited like the search */
+	assert_false(fb_place_steal_hint(&s.v, 0));
+	assert_int_equal(fb_place_idle_steal(&s.v, 0, -1, true, 0, &next,
+					     &searched),
+			 -1);
+	assert_false(searched);
+	assert_int_equal(next, FB_STEAL_PERIOD_NS);
+	next = 0;
+	sim_set(&s, 5, 3);
+	sim_set(&s, 2, 2);
+	assert_true(fb_place_steal_hint(&s.v, 0));
+	/* the balance chose 5: taken, no search, the limit untouched */
+	assert_int_equal(
+		fb_place_idle_steal(&s.v, 0, 5, false, 0, &next, &searched), 5);
+	assert_false(searched);
+	assert_int_equal(next, 0);
+	/* gate closed, due: one search, then none for FB_STEAL_PERIOD_NS */
+	assert_int_equal(fb_place_idle_steal(&s.v, 0, -1, false, 10 * MS, &next,
+					     &searched),
+			 2);
+	assert_true(searched);
+	assert_int_equal(next, 10 * MS + FB_STEAL_PERIOD_NS);
+	for (uint64_t t = 10 * MS; t < next; t += 100 * US) {
+		assert_int_equal(fb_place_idle_steal(&s.v, 0, -1, false, t,
+						     &next, &searched),
+				 -1);
+		assert_false(searched);
+	}
+	/* a chosen worker with nothing queued any more is not taken */
+	sim_set(&s, 6, 1);
+	assert_int_equal(fb_place_idle_steal(&s.v, 0, 6, false, 10 * MS, &next,
+					     &searched),
+			 -1);
+	assert_false(searched);
+	/* forced (about to sleep, or woken): searches within the period */
+	assert_int_equal(fb_place_idle_steal(&s.v, 0, -1, true, 10 * MS + 1,
+					     &next, &searched),
+			 2);
+	assert_true(searched);
+	/* due again after the period */
+	assert_int_equal(fb_place_idle_steal(&s.v, 0, -1, false, next, &next,
+					     &searched),
+			 2);
+	assert_true(searched);
+	/* the own queue is no victim */
+	sim_set(&s, 5, 1);
+	sim_set(&s, 2, 1);
+	sim_set(&s, 0, 3);
+	assert_false(fb_place_steal_hint(&s.v, 0));
+	sim_close(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -717,6 +781,7 @@ int main(void)
 		cmocka_unit_test(
 			test_place_balance_active_after_repeated_failures),
 		cmocka_unit_test(test_place_pick_victim_with_and_without_view),
+		cmocka_unit_test(test_place_idle_steal_gated_and_rate_limited),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -99,8 +99,8 @@ const struct sim_param sim_params[] = {
 	P("poll_us", poll_us, 50, "us",
 	  "the runtime's default LIBFIBER_IDLE_POLL_US"),
 	P("victim_check", victim_check_ns, 1920, "ns",
-	  "the legacy idle path's victim_exists() cadence: every 64 poll "
-	  "iterations of poll_pause"),
+	  "the poll loop's look every 64 poll iterations of poll_pause "
+	  "(the legacy idle path's victim_exists())"),
 	P("timer_slack", timer_slack_ns, 50000, "ns",
 	  "Linux's default timer slack of a SCHED_OTHER thread: a sleeper's "
 	  "timed futex wait ends up to this late"),

@@ -49,7 +49,8 @@ enum ev_type {
 	EV_SEG_END,    /* the running segment of worker id is done */
 	EV_IDLE,       /* worker id runs its idle loop (noticed or woke) */
 	EV_POLL_END,   /* worker id's poll window is over */
-	EV_POLL_CHECK, /* legacy idle path: victim_exists() while polling */
+	EV_POLL_CHECK, /* the poll loop's look every 64 spins: victim_exists()
+			  (legacy), steal_due() (gated) */
 	EV_END,	       /* --duration-ms is over */
 };
 
@@ -1379,16 +1380,14 @@ static struct sim_fiber *steal_from(struct sim *s, int w, int vid)
 	return NULL;
 }
 
-/* victim_search - the legacy idle path's fb_place_pick_victim(), with the
- * records it read charged. */
-static int victim_search(struct sim *s, int w)
+/* charge_search - the records an fb_place_pick_victim() by @w that answered
+ * @v read. */
+static void charge_search(struct sim *s, int w, int v)
 {
 	uint64_t before = s->cursor;
-	int v;
 	struct fb_domain *d;
 
 	s->st.victim_searches++;
-	v = fb_place_pick_victim(&s->v, w);
 	/* pick_victim walks w's BALANCE_NEWIDLE levels bottom up until a
 	 * PULL or a SKIP; charge every level up to the one that answered. */
 	fb_for_each_domain (s->view, w, d) {
@@ -1400,20 +1399,71 @@ static int victim_search(struct sim *s, int w)
 			break;
 	}
 	s->st.steal_cost_ns += (double)(s->cursor - before);
+}
+
+/* victim_search - the legacy idle path's fb_place_pick_victim(), with the
+ * records it read charged. */
+static int victim_search(struct sim *s, int w)
+{
+	int v = fb_place_pick_victim(&s->v, w);
+
+	charge_search(s, w, v);
 	return v;
 }
 
-/* steal - after newly-idle balancing found nothing: the gated path takes
- * from the worker the balance chose but could not detach from
- * (sched/idle.c); the legacy path searched again. */
+/* steal_hint - fb_place_steal_hint() with every worker's nr_running line
+ * charged. */
+static bool steal_hint(struct sim *s, int w)
+{
+	uint64_t before = s->cursor;
+
+	for (int i = 0; i < s->n; i++)
+		if (i != w)
+			sim_charge(s, line(s, w, i));
+	s->st.steal_cost_ns += (double)(s->cursor - before);
+	return fb_place_steal_hint(&s->v, w);
+}
+
+/* steal_due - the poll loop's look (sched/idle.c): the hint once the rate
+ * limit allows, and a forced search in steal() if it holds. */
+static bool steal_due(struct sim *s, int w)
+{
+	struct sim_worker *x = &s->w[w];
+
+	if (s->cursor < x->next_steal_ns)
+		return false;
+	x->next_steal_ns = s->cursor + FB_STEAL_PERIOD_NS;
+	x->steal_force = steal_hint(s, w);
+	return x->steal_force;
+}
+
+/* steal - after newly-idle balancing found nothing (sched/idle.c): from the
+ * worker the balance chose but could not detach from, else the rate-limited
+ * or forced ungated search of fb_place_idle_steal(); the legacy path
+ * searched at every idle entry. */
 static struct sim_fiber *steal(struct sim *s, int w)
 {
+	struct sim_worker *x = &s->w[w];
+	bool searched = false;
 	int vid;
 
-	if (s->o.legacy_idle)
+	if (s->o.legacy_idle) {
 		vid = victim_search(s, w);
-	else
-		vid = steal_victim;
+	} else {
+		bool lb_ok = steal_victim >= 0 && steal_victim != w &&
+			     nr_running(s, steal_victim) > 1;
+
+		if (!lb_ok && (x->steal_force || s->cursor >= x->next_steal_ns))
+			(void)steal_hint(s, w); /* charged; decided below */
+		vid = fb_place_idle_steal(&s->v, w, steal_victim,
+					  x->steal_force, s->cursor,
+					  &x->next_steal_ns, &searched);
+		x->steal_force = false;
+		if (searched) {
+			COUNT(s, w, steal_searches);
+			charge_search(s, w, vid);
+		}
+	}
 	steal_victim = -1;
 	if (vid < 0 || vid == w || nr_running(s, vid) < 2)
 		return NULL;
@@ -1447,8 +1497,7 @@ static void poll_start(struct sim *s, int w)
 	if (next && next < end)
 		end = next;
 	ev_push(s, end, EV_POLL_END, w, x->gen);
-	if (s->o.legacy_idle)
-		ev_push(s, s->cursor, EV_POLL_CHECK, w, x->gen);
+	ev_push(s, s->cursor, EV_POLL_CHECK, w, x->gen);
 }
 
 /*
@@ -1469,6 +1518,7 @@ static struct sim_fiber *idle_loop(struct sim *s, int w)
 	if (!next)
 		next = steal(s, w);
 	if (next) {
+		x->steal_force = false;
 		balance_idle_exit(s, w);
 		switch_to(s, w, next);
 		tick_maybe(s, w);
@@ -1591,6 +1641,21 @@ static void idle_sleep(struct sim *s, int w)
 	bool as_poller = s->poller_held < 0;
 
 	acting = w;
+	if (!s->o.legacy_idle && steal_hint(s, w)) {
+		/* victim_exists(): the one search before sleeping */
+		int v = fb_place_pick_victim(&s->v, w);
+
+		COUNT(s, w, steal_searches);
+		charge_search(s, w, v);
+		if (v >= 0) {
+			x->steal_force = true;
+			COUNT(s, w, idle_polls_found);
+			fb_store_relaxed(&p->state, FB_WS_RUNNING);
+			set_mode(s, w, SW_WAKE);
+			run(s, w);
+			return;
+		}
+	}
 	balance_sleep(s, w);
 	if (next && next <= s->cursor)
 		goto out;
@@ -1624,6 +1689,9 @@ static void on_idle(struct sim *s, int w)
 	unsigned st = fb_load_relaxed(&pw_of(s, w)->state) & FB_WS_MASK;
 
 	acting = w;
+	/* Woken from its sleep, or a kick or a wake ended its poll:
+	 * steal() searches once (sched/idle.c). */
+	x->steal_force = true;
 	if (st == FB_WS_POLLING)
 		COUNT(s, w, idle_polls_found);
 	if (x->poller) {
@@ -1640,7 +1708,7 @@ static void on_poll_check(struct sim *s, int w)
 	struct sim_worker *x = &s->w[w];
 
 	acting = w;
-	if (victim_search(s, w) >= 0) {
+	if (s->o.legacy_idle ? victim_search(s, w) >= 0 : steal_due(s, w)) {
 		COUNT(s, w, idle_polls_found);
 		fb_store_relaxed(&pw_of(s, w)->state, FB_WS_RUNNING);
 		set_mode(s, w, SW_WAKE);

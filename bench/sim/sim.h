@@ -199,10 +199,12 @@ struct sim_worker {
 	bool migrating;
 	int migrate_to;
 	int push_fiber;
-	bool poller;	    /* holds the poller flag while asleep */
-	uint64_t poll_from; /* its poll loop starts here, after the idle
-			       path's own work (balance, decays) */
-	double speed;	    /* the CPU kind's factor */
+	bool poller;		/* holds the poller flag while asleep */
+	bool steal_force;	/* bal.steal_force: the next steal searches */
+	uint64_t next_steal_ns; /* bal.next_steal_ns: the search's limit */
+	uint64_t poll_from;	/* its poll loop starts here, after the idle
+				   path's own work (balance, decays) */
+	double speed;		/* the CPU kind's factor */
 	/* timers armed by its fibers */
 	struct sim_timer *timers;
 	int nr_timers, cap_timers;
@@ -272,7 +274,9 @@ struct sim_opts {
 	uint64_t duration_ns;	   /* 0: until the workload ends */
 	int workers;		   /* 0: one per PU */
 	bool asym_smt;		   /* ASYM_PACKING on the SMT level too */
-	bool legacy_idle;	   /* the idle path before the gated steal */
+	bool legacy_idle;	   /* the idle path before the gated steal:
+				      a search at every idle entry and
+				      every victim_check of a poll */
 	unsigned blocked_interval; /* LIBFIBER_BLOCKED_LOAD_INTERVAL_MS */
 	const char *trace;	   /* file, or NULL */
 	bool trace_chrome;

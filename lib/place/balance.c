@@ -657,3 +657,29 @@ int fb_place_pick_victim(const struct fb_place_view *v, int this)
 	}
 	return -1;
 }
+
+bool fb_place_steal_hint(const struct fb_place_view *v, int this)
+{
+	for (int i = 0; i < v->nr_workers; i++) {
+		if (i != this && nr_of(v, i) > 1)
+			return true;
+	}
+	return false;
+}
+
+int fb_place_idle_steal(const struct fb_place_view *v, int this, int lb_src,
+			bool force, uint64_t now_ns, uint64_t *next_ns,
+			bool *searched)
+{
+	*searched = false;
+	if (lb_src >= 0 && lb_src < v->nr_workers && lb_src != this &&
+	    nr_of(v, lb_src) > 1)
+		return lb_src;
+	if (!force && now_ns < *next_ns)
+		return -1;
+	*next_ns = now_ns + FB_STEAL_PERIOD_NS;
+	if (!fb_place_steal_hint(v, this))
+		return -1;
+	*searched = true;
+	return fb_place_pick_victim(v, this);
+}

@@ -597,6 +597,32 @@ bool fb_place_asym(const struct fb_place_view *v, const struct fb_domain *d,
  * a worker with a queued (not running) fiber is returned.
  */
 int fb_place_pick_victim(const struct fb_place_view *v, int this);
+/*
+ * fb_place_steal_hint - whether a worker other than @this has a fiber queued
+ * besides one running (nr_running >= 2), the one case in which
+ * fb_place_pick_victim() can name a victim: a read of each worker's
+ * nr_running, no group statistics (doc/scheduler.md 1.9).
+ * Context: any; the answer is a hint.
+ */
+bool fb_place_steal_hint(const struct fb_place_view *v, int this);
+/* The idle loop's ungated victim search runs at most once per this long
+ * per worker unless forced (fb_place_idle_steal): one tick. */
+#define FB_STEAL_PERIOD_NS 1000000ull
+/*
+ * fb_place_idle_steal - whom an idle @this steals one fiber from after
+ * newly-idle balancing pulled nothing (doc/scheduler.md 1.9), or -1.
+ * @lb_src is the worker a newly-idle balance of this idle entry chose but
+ * detached nothing from (-1: none, or the gate was closed): it is taken
+ * without a search while it still has a queued fiber.  Otherwise, when
+ * @force is set (the worker is about to sleep, or it left a sleep or a
+ * kick) or @now_ns has reached *@next_ns, *@next_ns moves to @now_ns +
+ * FB_STEAL_PERIOD_NS and, if fb_place_steal_hint() holds, the ungated
+ * search (fb_place_pick_victim()) runs.  *@searched tells whether it ran.
+ * Context: the idle worker @this, inside the view's read section.
+ */
+int fb_place_idle_steal(const struct fb_place_view *v, int this, int lb_src,
+			bool force, uint64_t now_ns, uint64_t *next_ns,
+			bool *searched);
 
 /* ---- newly-idle, periodic and sleeper balancing (place/idle.c) ---- */
 

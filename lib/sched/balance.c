@@ -14,7 +14,9 @@
  * and the decision to kick a sleeping worker, which it then futex-wakes.  A
  * worker whose run queue empties runs a pending kick's sleeper pass
  * (fb_place_nohz_pass) and newly-idle balancing (fb_place_newidle) before the
- * old steal() fallback; just before it sleeps it runs the idle-entry STATS pass
+ * idle loop's steal, which takes from the source that balance chose but
+ * could not detach from (bal.steal_src) or runs its rate-limited search
+ * (sched/idle.c); just before it sleeps it runs the idle-entry STATS pass
  * of rule 4 (doc/scheduler.md 6.2.4) and enters the sleeping mask.  A kicked
  * worker wakes, runs the pass from its idle loop and sleeps again; it stays in
  * the sleeping mask throughout (it leaves only when its idle loop finds work,
@@ -341,6 +343,8 @@ static int op_balance(void *arg, int dst, struct fb_domain *d,
 		env.nr_moved = n;
 		if (n)
 			attach(c, dst, moved, n);
+		else if (kind == FB_LB_NEWLY_IDLE && dst == c->self->id)
+			c->self->bal.steal_src = env.src; /* steal() may */
 	}
 	fb_place_lb_finish(&env, r, r == FB_LB_PULL ? &running : NULL);
 	if (env.active)
@@ -389,6 +393,7 @@ void fb_sched_balance_worker_init(struct fb_worker *w)
 	w->pw.max_idle_balance_cost = FB_MAX_IDLE_BALANCE_COST_INIT_NS;
 	fb_store_relaxed(&w->pw.push_target, -1);
 	w->bal.migrate_to = -1;
+	w->bal.steal_src = -1;
 }
 
 void fb_sched_balance_tick(struct fb_worker *w)
@@ -440,6 +445,7 @@ bool fb_sched_balance_idle(struct fb_worker *w)
 	int t = -1;
 
 	w->bal.clock_ns = now;
+	w->bal.steal_src = -1;
 	fb_store_relaxed(&w->pw.push_target, -1);
 	if (w->bal.busy) {
 		/* From here on others may refresh our blocked load. */

@@ -30,6 +30,8 @@ FB_COUNTER(poll_wakes, "wakeups noticed by a polling worker, no system call")
 FB_COUNTER(idle_polls_found, "idle poll windows that found work")
 FB_COUNTER(sleeps, "idle workers that went to sleep (futex wait)")
 FB_COUNTER(steals, "fibers stolen by an idle worker")
+FB_COUNTER(steal_searches,
+	   "ungated victim searches of the idle loop (rate-limited fallback)")
 FB_COUNTER(unpins,
 	   "workers unpinned: their CPU was shared (LIBFIBER_BIND unset)")
 FB_COUNTER(repins, "unpinned workers pinned again after a quiet second")

@@ -16,19 +16,31 @@
 
 /* ---- the idle loop ------------------------------------------------------- */
 
-/* steal - take one queued fiber from the busiest worker. */
+/*
+ * steal - take one queued fiber from another worker after newly-idle
+ * balancing pulled nothing (doc/scheduler.md 1.9): from the worker that
+ * balance chose, else, rate-limited or forced, from the one an ungated
+ * search finds (fb_place_idle_steal).
+ */
 static struct fb_fiber *steal(struct fb_worker *w)
 {
 	struct fb_worker *v;
 	struct fb_fiber *got = NULL;
 	struct fb_list *n;
 	struct fb_place_view pv;
+	bool searched;
 	int vid;
 
 	fb_sched_view_enter(&pv);
-	vid = fb_place_pick_victim(&pv, w->id);
+	/* bal.clock_ns: fb_sched_balance_idle() just read the clock. */
+	vid = fb_place_idle_steal(&pv, w->id, w->bal.steal_src,
+				  w->bal.steal_force, w->bal.clock_ns,
+				  &w->bal.next_steal_ns, &searched);
 	fb_sched_view_exit();
-
+	w->bal.steal_src = -1;
+	w->bal.steal_force = false;
+	if (searched)
+		FB_COUNT(w, steal_searches);
 	if (vid < 0)
 		return NULL;
 	v = fb_rt->workers[vid];
@@ -75,13 +87,42 @@ static bool quit(struct fb_worker *w)
 	return fb_load_acquire(&fb_rt->stopping) && !fb_worker_has_work(w);
 }
 
+/*
+ * steal_due - while polling, every 64 spins: once the rate limit allows
+ * (fb_place_idle_steal), read the hint; if a fiber is queued somewhere,
+ * have steal() search.  The hint's nr_running reads are as rate-limited
+ * as the search itself.
+ */
+static bool steal_due(struct fb_worker *w)
+{
+	struct fb_place_view pv;
+	uint64_t now = fb_sched_clock();
+	bool yes;
+
+	if (now < w->bal.next_steal_ns)
+		return false;
+	w->bal.next_steal_ns = now + FB_STEAL_PERIOD_NS;
+	fb_sched_view_enter(&pv);
+	yes = fb_place_steal_hint(&pv, w->id);
+	fb_sched_view_exit();
+	w->bal.steal_force = yes;
+	return yes;
+}
+
+/*
+ * victim_exists - the poll window is over: the one ungated search before
+ * the worker sleeps, so that it never sleeps while a victim is there.
+ */
 static bool victim_exists(struct fb_worker *w)
 {
 	struct fb_place_view pv;
-	bool yes;
+	bool yes = false;
 
 	fb_sched_view_enter(&pv);
-	yes = fb_place_pick_victim(&pv, w->id) >= 0;
+	if (fb_place_steal_hint(&pv, w->id)) {
+		yes = fb_place_pick_victim(&pv, w->id) >= 0;
+		FB_COUNT(w, steal_searches);
+	}
 	fb_sched_view_exit();
 	return yes;
 }
@@ -111,14 +152,21 @@ static void idle_wait(struct fb_worker *w)
 			/* Ready fds are work too (sched/netpoll.c). */
 			if (fb_sched_idle_poll(w))
 				break;
-			if (victim_exists(w))
+			if (steal_due(w))
 				break;
-			if (fb_now_ns() >= deadline)
-				goto sleep;
+			if (fb_now_ns() >= deadline) {
+				if (!victim_exists(w))
+					goto sleep;
+				w->bal.steal_force = true;
+				break;
+			}
 		}
 		fb_topo_quiescent(w->id);
 		fb_cpu_relax();
 	}
+	/* A kick (sched/core.c kick_idle) is meant to make it steal. */
+	if (fb_load_relaxed(&w->pw.state) & FB_WS_NEED_RESCHED)
+		w->bal.steal_force = true;
 	FB_COUNT(w, idle_polls_found);
 	goto out;
 sleep:
@@ -131,6 +179,7 @@ sleep:
 	fb_sub(&fb_rt->nr_sleepers, 1);
 	fb_monitor_worker_awake(); /* seq_cst after the sub: monitor.c */
 	fb_topo_worker_wake(w->id);
+	w->bal.steal_force = true; /* woken: look once (steal()) */
 out:
 	fb_store_seqcst(&w->pw.state, FB_WS_RUNNING);
 }
@@ -207,6 +256,7 @@ void *fb_worker_main(void *arg)
 		if (!next)
 			next = steal(w);
 		if (next) {
+			w->bal.steal_force = false;
 			fb_sched_balance_idle_exit(w);
 			fb_sched_switch_to(w, NULL, next, w->bal.clock_ns);
 			continue;

@@ -331,6 +331,12 @@ struct fb_wbalance {
 				   goes to, -1 none */
 	struct fb_fiber *_Atomic push_fiber; /* fiber push_target was asked
 				   for; written by the balancer first */
+	/* The idle loop's steal (sched/idle.c, doc/scheduler.md 1.9). */
+	int steal_src;		/* this idle entry's newly-idle balance chose
+				   it but detached nothing; -1 none */
+	bool steal_force;	/* the next steal searches whatever the rate
+				   limit: about to sleep, or woken */
+	uint64_t next_steal_ns; /* the ungated search's rate limit */
 	/* Owner-written with fb_write_once: api/stats.c reads them. */
 	uint32_t nr_lb[FB_BAL_LEVELS];	   /* balance attempts per level */
 	uint32_t nr_pulled[FB_BAL_LEVELS]; /* fibers pulled per level */
