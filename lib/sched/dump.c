@@ -522,3 +522,89 @@ int fiber_dump(int fd)
 		fb_rt_leave();
 	return rc;
 }
+
+/* ---- the debugger's layout ----------------------------------------------- */
+
+/*
+ * What lib/libfiber-gdb.py reads when the library has no debug
+ * information (a release build): the offsets of the fields it follows,
+ * and the names of the fiber states and wait kinds.  Constants only, no
+ * pointer, so it stays in .rodata: a debugger reading a core file takes
+ * read-only data from the library file, where a pointer would still be
+ * unrelocated.  It is no exported symbol (lib/libfiber.map): the helper
+ * finds it by name in the symbol table (.symtab), which only stripping
+ * removes; `used` keeps it at any optimisation level.  Integers are
+ * little-endian u32.  Version 1; a new field goes at the end, with a new
+ * version, and the helper refuses a version it does not know.
+ */
+#define FB_GDB_MAGIC 0x62646266u /* "fbdb" */
+#define FB_GDB_VERSION 1
+#define FB_GDB_NAME_LEN 16
+#define FB_GDB_NR_STATES 8
+#define FB_GDB_NR_KINDS 24
+
+struct fb_gdb_layout {
+	uint32_t magic, version, size, ptr_size;
+	/* struct fb_runtime; fb_rt points to it */
+	uint32_t rt_nr_workers, rt_workers;
+	/* struct fb_worker; struct fb_list */
+	uint32_t worker_curr, worker_live, list_next;
+	/* struct fb_fiber */
+	uint32_t fiber_sp, fiber_state, fiber_stack_map, fiber_stack_map_len;
+	uint32_t fiber_stack_size, fiber_pf_prev, fiber_self, fiber_id;
+	uint32_t fiber_name, fiber_name_len, fiber_live_node, fiber_waiter;
+	/* struct fb_waiter */
+	uint32_t waiter_kind, waiter_obj, waiter_data, waiter_deadline;
+	/* enum fb_fiber_state and enum fb_wait_kind, by value */
+	uint32_t nr_states, nr_kinds, name_len;
+	char states[FB_GDB_NR_STATES][FB_GDB_NAME_LEN];
+	char kinds[FB_GDB_NR_KINDS][FB_GDB_NAME_LEN];
+};
+
+#define FB_GDB_KIND(name, str) [FB_WAIT_##name] = str,
+#define FB_GDB_KIND_FITS(name, str)                                            \
+	_Static_assert(sizeof(str) <= FB_GDB_NAME_LEN, "wait kind name");      \
+	_Static_assert(FB_WAIT_##name < FB_GDB_NR_KINDS, "wait kinds");
+FB_WAIT_KINDS(FB_GDB_KIND_FITS)
+_Static_assert(FB_FIBER_DEAD < FB_GDB_NR_STATES, "fiber states");
+
+__attribute__((used)) static const struct fb_gdb_layout fb_gdb_layout = {
+	.magic = FB_GDB_MAGIC,
+	.version = FB_GDB_VERSION,
+	.size = sizeof(struct fb_gdb_layout),
+	.ptr_size = sizeof(void *),
+	.rt_nr_workers = offsetof(struct fb_runtime, nr_workers),
+	.rt_workers = offsetof(struct fb_runtime, workers),
+	.worker_curr = offsetof(struct fb_worker, curr),
+	.worker_live = offsetof(struct fb_worker, live),
+	.list_next = offsetof(struct fb_list, next),
+	.fiber_sp = offsetof(struct fb_fiber, sp),
+	.fiber_state = offsetof(struct fb_fiber, state),
+	.fiber_stack_map = offsetof(struct fb_fiber, stack.map),
+	.fiber_stack_map_len = offsetof(struct fb_fiber, stack.map_len),
+	.fiber_stack_size = offsetof(struct fb_fiber, stack.size),
+	.fiber_pf_prev = offsetof(struct fb_fiber, pf.prev),
+	.fiber_self = offsetof(struct fb_fiber, self),
+	.fiber_id = offsetof(struct fb_fiber, id),
+	.fiber_name = offsetof(struct fb_fiber, name),
+	.fiber_name_len = sizeof(((struct fb_fiber *)0)->name),
+	.fiber_live_node = offsetof(struct fb_fiber, live_node),
+	.fiber_waiter = offsetof(struct fb_fiber, waiter),
+	.waiter_kind = offsetof(struct fb_waiter, kind),
+	.waiter_obj = offsetof(struct fb_waiter, obj),
+	.waiter_data = offsetof(struct fb_waiter, data),
+	.waiter_deadline = offsetof(struct fb_waiter, deadline),
+	.nr_states = FB_FIBER_DEAD + 1,
+	.nr_kinds = FB_ARRAY_SIZE((const char *[]){
+		FB_WAIT_KINDS(FB_GDB_KIND) }),
+	.name_len = FB_GDB_NAME_LEN,
+	.states = {
+		[FB_FIBER_NEW] = "new",
+		[FB_FIBER_RUNNABLE] = "runnable",
+		[FB_FIBER_RUNNING] = "running",
+		[FB_FIBER_PARKING] = "parking",
+		[FB_FIBER_PARKED] = "parked",
+		[FB_FIBER_DEAD] = "dead",
+	},
+	.kinds = { FB_WAIT_KINDS(FB_GDB_KIND) },
+};
