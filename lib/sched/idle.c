@@ -239,7 +239,8 @@ void *fb_worker_main(void *arg)
 	sigaddset(&pipe_set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 	fb_this_worker_tls = w;
-	w->tid = (int)gettid();
+	/* Read by the monitor thread: relaxed, it only names the thread. */
+	fb_write_once(&w->tid, (int)gettid());
 	fb_topo_worker_online(w->id);
 	thread_stack(w);
 	w->idle_tsan = fb_san_thread_context();

@@ -340,7 +340,7 @@ static bool computing(struct fb_worker *w, const struct mon_worker *mw,
 {
 	uint64_t cpu = thread_cpu(w->thread);
 
-	if (thread_state(w->tid) != 'R' || !cpu || !mw->cpu)
+	if (thread_state(fb_read_once(&w->tid)) != 'R' || !cpu || !mw->cpu)
 		return true;
 	return cpu - mw->cpu >= stall / 2;
 }
@@ -396,11 +396,11 @@ static void report_stall(struct fb_runtime *r, struct fb_worker *w,
 	char name[4 * sizeof(f->name) + 1] = "", state;
 	uintptr_t pc[32];
 	uint64_t id = 0;
-	int n;
+	int n, tid = fb_read_once(&w->tid);
 
 	if (!find_fiber(r, f, &id, name, sizeof(name)))
 		return; /* it ended meanwhile */
-	state = thread_state(w->tid);
+	state = thread_state(tid);
 	n = capture(w, pc, FB_ARRAY_SIZE(pc));
 	if (!still_stalled(w, mw, f))
 		return;
@@ -411,8 +411,7 @@ static void report_stall(struct fb_runtime *r, struct fb_worker *w,
 		"scheduling point; other workers take its queue and timers "
 		"meanwhile (LIBFIBER_STALL_MS=%llu)\n",
 		(unsigned long long)id, name, (double)ns / 1e9, w->id, w->id,
-		w->tid, state,
-		(unsigned long long)(r->params.stall_ns / 1000000));
+		tid, state, (unsigned long long)(r->params.stall_ns / 1000000));
 	if (n == -1)
 		fprintf(stderr, "libfiber:   (no backtrace: the application "
 				"handles SIGURG)\n");
