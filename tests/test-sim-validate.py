@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """test-sim-validate - fiber-sim against the runtime on 2 workers.
 
-Usage: test-sim-validate.py BUILD_ROOT
+Usage: test-sim-validate.py BUILD_ROOT [SANITIZE]
 
 The same split pipe ping-pong (one pair, 5000 round trips, ping on
 worker 0 and pong on worker 1) runs on the real runtime
@@ -14,6 +14,11 @@ handed to that worker's wakelist without a placement (wake_on_worker);
 how many do depends on the host's timing (a quarter of them under
 ThreadSanitizer, 0.3% on a quiet machine), so the placed wakeups
 compared are wake_placements + wake_on_worker on both sides.
+Under ThreadSanitizer (SANITIZE contains "thread") every step runs
+tens of times slower and a reader often finds its data written before
+it parks, so a quarter of the wakeups may never happen: there the
+counts within 5% are printed but not asserted, and only the exact ones
+are.  The other builds assert both.
 Prints TAP; never looks at the wall clock.
 """
 
@@ -23,6 +28,7 @@ import subprocess
 import sys
 
 BUILD = sys.argv[1]
+TSAN = len(sys.argv) > 2 and "thread" in sys.argv[2]
 LOOPS = "5000"
 TOLERANCE = 0.05
 KEYS = ("wakeups", "wakelist_pushes", "wake_placements+wake_on_worker")
@@ -62,7 +68,7 @@ def main():
     bad = []
     for k in KEYS:
         print("# %-30s runtime %8d  fiber-sim %8d" % (k, r[k], s[k]))
-        if abs(r[k] - s[k]) > TOLERANCE * max(r[k], 1):
+        if abs(r[k] - s[k]) > TOLERANCE * max(r[k], 1) and not TSAN:
             bad.append(k)
     for k in EXACT:
         print("# %-16s runtime %8d  fiber-sim %8d" % (k, r[k], s[k]))
