@@ -2,7 +2,8 @@
 /*
  * test-bind.c - adaptive pinning (sched/bind.c).  The decision is tested
  * as the pure function it is: a pinned worker stays pinned while it is
- * rarely preempted and lets go at FB_BIND_SHARED_PREEMPTS; an unpinned one
+ * rarely preempted and lets go at FB_BIND_SHARED_PREEMPTS, or at
+ * FB_BIND_HURT_PREEMPTS when they kept it waiting; an unpinned one
  * pins again after the quiet intervals asked for, which double at each
  * later unpin up to a bound.  Then the runtime: a worker whose CPU a
  * spinning thread shares is unpinned; with an injected preemption count,
@@ -31,19 +32,95 @@
 
 /* ---- the decision, pure ---- */
 
+/* flush - FB_BIND_WINDOW intervals of @preempts, so that the window
+ * holds nothing older; Return: the last decision. */
+static int flush(struct fb_wbind *b, uint64_t preempts)
+{
+	int r = FB_BIND_KEEP;
+
+	for (int i = 0; i < FB_BIND_WINDOW; i++)
+		r = fb_bind_decide(b, preempts, 0);
+	return r;
+}
+
 static void
 test_bind_pinned_worker_keeps_its_pu_when_rarely_preempted(void **state)
 {
 	struct fb_wbind b = { .pinned = true };
+	const uint64_t below = (FB_BIND_SHARED_PREEMPTS - 1) / FB_BIND_WINDOW;
 
 	(void)state;
+	/* Just under the window's threshold, for ever. */
 	for (int i = 0; i < 1000; i++)
-		assert_int_equal(fb_bind_decide(&b,
-						FB_BIND_SHARED_PREEMPTS - 1),
-				 FB_BIND_KEEP);
-	assert_int_equal(fb_bind_decide(&b, FB_BIND_SHARED_PREEMPTS),
+		assert_int_equal(
+			fb_bind_decide(
+				&b,
+				i % FB_BIND_WINDOW ?
+					below :
+					below + (FB_BIND_SHARED_PREEMPTS - 1) %
+							FB_BIND_WINDOW,
+				0),
+			FB_BIND_KEEP);
+	assert_int_equal(flush(&b, 0), FB_BIND_KEEP);
+	/* The threshold in one interval lets go at once. */
+	assert_int_equal(fb_bind_decide(&b, FB_BIND_SHARED_PREEMPTS, 0),
 			 FB_BIND_UNPIN);
 	assert_int_equal(b.quiet_needed, FB_BIND_QUIET_CHECKS);
+}
+
+/* The window: the threshold spread over FB_BIND_WINDOW intervals unpins on
+ * the interval that completes it, and not when an older interval has
+ * left the window. */
+static void test_bind_window_sums_the_last_intervals(void **state)
+{
+	struct fb_wbind b = { .pinned = true };
+	uint64_t part = FB_BIND_SHARED_PREEMPTS / FB_BIND_WINDOW + 1;
+
+	(void)state;
+	for (int i = 1; i < FB_BIND_WINDOW; i++)
+		assert_int_equal(fb_bind_decide(&b, part, 0), FB_BIND_KEEP);
+	assert_int_equal(fb_bind_decide(&b, part, 0), FB_BIND_UNPIN);
+	b = (struct fb_wbind){ .pinned = true };
+	assert_int_equal(fb_bind_decide(&b, FB_BIND_SHARED_PREEMPTS - 1, 0),
+			 FB_BIND_KEEP);
+	for (int i = 1; i < FB_BIND_WINDOW; i++)
+		assert_int_equal(fb_bind_decide(&b, 0, 0), FB_BIND_KEEP);
+	/* The 9 left the window as this 1 came in. */
+	assert_int_equal(fb_bind_decide(&b, 1, 0), FB_BIND_KEEP);
+}
+
+/* Few preemptions that kept the worker waiting long (a neighbour that
+ * sleeps and wakes) unpin it; the wait alone (wakeup latency) does not,
+ * nor do the preemptions with little wait or an unknown one. */
+static void test_bind_few_long_preemptions_unpin(void **state)
+{
+	const int64_t hurt = FB_BIND_HURT_WAIT_NS;
+	struct fb_wbind b = { .pinned = true };
+
+	(void)state;
+	assert_int_equal(fb_bind_decide(&b, FB_BIND_HURT_PREEMPTS - 1,
+					50 * hurt),
+			 FB_BIND_KEEP);
+	assert_int_equal(flush(&b, 0), FB_BIND_KEEP);
+	assert_int_equal(fb_bind_decide(&b, 0, 100 * hurt), FB_BIND_KEEP);
+	assert_int_equal(flush(&b, 0), FB_BIND_KEEP);
+	assert_int_equal(fb_bind_decide(&b, FB_BIND_HURT_PREEMPTS, hurt - 1),
+			 FB_BIND_KEEP);
+	assert_int_equal(flush(&b, 0), FB_BIND_KEEP);
+	assert_int_equal(fb_bind_decide(&b, FB_BIND_SHARED_PREEMPTS - 1, -1),
+			 FB_BIND_KEEP);
+	assert_int_equal(flush(&b, 0), FB_BIND_KEEP);
+	/* Spread over the window, preemptions and wait together. */
+	assert_int_equal(fb_bind_decide(&b, 1, hurt / 2), FB_BIND_KEEP);
+	assert_int_equal(fb_bind_decide(&b, 1, 0), FB_BIND_KEEP);
+	assert_int_equal(fb_bind_decide(&b, FB_BIND_HURT_PREEMPTS - 2,
+					hurt - hurt / 2),
+			 FB_BIND_UNPIN);
+	assert_int_equal(b.quiet_needed, FB_BIND_QUIET_CHECKS);
+	/* Unpinned, the same window is not quiet. */
+	b.pinned = false;
+	assert_int_equal(fb_bind_decide(&b, 0, 0), FB_BIND_KEEP);
+	assert_int_equal(b.quiet, 0);
 }
 
 static void test_bind_unpinned_worker_repins_after_quiet_intervals(void **state)
@@ -51,20 +128,30 @@ static void test_bind_unpinned_worker_repins_after_quiet_intervals(void **state)
 	struct fb_wbind b = { .pinned = true };
 
 	(void)state;
-	assert_int_equal(fb_bind_decide(&b, 100), FB_BIND_UNPIN);
+	assert_int_equal(fb_bind_decide(&b, 100, 0), FB_BIND_UNPIN);
 	b.pinned = false;
 	/* Still preempted: stays unpinned whatever the count. */
 	for (int i = 0; i < 100; i++)
-		assert_int_equal(fb_bind_decide(&b, FB_BIND_QUIET_PREEMPTS + 1),
+		assert_int_equal(fb_bind_decide(&b, FB_BIND_QUIET_PREEMPTS + 1,
+						0),
 				 FB_BIND_KEEP);
-	for (int i = 1; i < FB_BIND_QUIET_CHECKS; i++)
-		assert_int_equal(fb_bind_decide(&b, FB_BIND_QUIET_PREEMPTS),
-				 FB_BIND_KEEP);
+	/* The window empties of them before the quiet count starts. */
+	for (int i = 1; i < FB_BIND_WINDOW; i++) {
+		assert_int_equal(fb_bind_decide(&b, 0, 0), FB_BIND_KEEP);
+		assert_int_equal(b.quiet, 0);
+	}
+	for (int i = 0; i < FB_BIND_QUIET_CHECKS - 1; i++)
+		assert_int_equal(
+			fb_bind_decide(&b, i == 0 ? FB_BIND_QUIET_PREEMPTS : 0,
+				       0),
+			FB_BIND_KEEP);
+	assert_int_equal(b.quiet, FB_BIND_QUIET_CHECKS - 1);
 	/* One noisy interval starts the count again. */
-	assert_int_equal(fb_bind_decide(&b, 50), FB_BIND_KEEP);
-	for (int i = 1; i < FB_BIND_QUIET_CHECKS; i++)
-		assert_int_equal(fb_bind_decide(&b, 0), FB_BIND_KEEP);
-	assert_int_equal(fb_bind_decide(&b, 0), FB_BIND_REPIN);
+	assert_int_equal(fb_bind_decide(&b, 50, 0), FB_BIND_KEEP);
+	assert_int_equal(b.quiet, 0);
+	for (int i = 1; i < FB_BIND_WINDOW + FB_BIND_QUIET_CHECKS - 1; i++)
+		assert_int_equal(fb_bind_decide(&b, 0, 0), FB_BIND_KEEP);
+	assert_int_equal(fb_bind_decide(&b, 0, 0), FB_BIND_REPIN);
 }
 
 static void test_bind_quiet_asked_doubles_up_to_the_bound(void **state)
@@ -75,13 +162,14 @@ static void test_bind_quiet_asked_doubles_up_to_the_bound(void **state)
 	(void)state;
 	for (int round = 0; round < 12; round++) {
 		b.pinned = true;
-		assert_int_equal(fb_bind_decide(&b, 1000), FB_BIND_UNPIN);
+		assert_int_equal(fb_bind_decide(&b, 1000, 0), FB_BIND_UNPIN);
 		assert_int_equal(b.quiet_needed, expect);
 		b.pinned = false;
 		checks = 0;
-		while (fb_bind_decide(&b, 0) == FB_BIND_KEEP)
+		while (fb_bind_decide(&b, 0, 0) == FB_BIND_KEEP)
 			checks++;
-		assert_int_equal(checks + 1, expect);
+		/* the 1000 stays in the window for FB_BIND_WINDOW - 1 */
+		assert_int_equal(checks + 1, expect + FB_BIND_WINDOW - 1);
 		if (expect < FB_BIND_QUIET_MAX)
 			expect *= 2;
 	}
@@ -250,6 +338,75 @@ static void test_bind_cycle_unpin_and_repin(void **state)
 	fb_bind_preempts = saved;
 }
 
+/* The wait signal in the runtime: a few injected preemptions per interval
+ * unpin a worker only while the injected wait grows by more than
+ * FB_BIND_HURT_WAIT_NS per interval. */
+static atomic_llong fake_wait_ns, fake_wait_rate;
+
+static int64_t fake_wait(void)
+{
+	return atomic_fetch_add(&fake_wait_ns, atomic_load(&fake_wait_rate)) +
+	       atomic_load(&fake_wait_rate);
+}
+
+static void test_bind_runtime_unpins_on_long_waits(void **state)
+{
+	long (*saved)(void) = fb_bind_preempts;
+	int64_t (*saved_wait)(void) = fb_bind_wait;
+	int all = affinity_count();
+	fiber_t f;
+
+	(void)state;
+	if (all < 2)
+		skip();
+	unsetenv("LIBFIBER_BIND");
+	/* In the window: at least HURT, fewer than SHARED. */
+	atomic_store(&fake_rate, 1);
+	atomic_store(&fake_wait_rate, 0);
+	fb_bind_preempts = fake;
+	fb_bind_wait = fake_wait;
+	runtime_start(2);
+	f = start_spinner();
+	assert_int_equal(probe(), 1);
+	/* Many intervals of few preemptions and no wait: still pinned. */
+	{
+		long seen = atomic_load(&fake_preempts);
+
+		while (atomic_load(&fake_preempts) < seen + 20 * FB_BIND_WINDOW)
+			usleep(1000);
+	}
+	assert_int_equal(probe(), 1);
+	assert_int_equal(fiber_stats_counter("unpins"), 0);
+	atomic_store(&fake_wait_rate, 4 * FB_BIND_HURT_WAIT_NS);
+	assert_true(wait_probe(all, 30));
+	assert_true(fiber_stats_counter("unpins") >= 1);
+	atomic_store(&stop_spin, 1);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	runtime_stop();
+	fb_bind_preempts = saved;
+	fb_bind_wait = saved_wait;
+}
+
+/* The real wait reader: this kernel's schedstat file, or -1 without it. */
+static void test_bind_wait_reads_schedstat(void **state)
+{
+	int64_t a, b;
+	volatile unsigned long spin = 0;
+
+	(void)state;
+	a = fb_bind_wait();
+	if (access("/proc/thread-self/schedstat", R_OK)) {
+		assert_int_equal(a, -1);
+		return;
+	}
+	assert_true(a >= 0);
+	for (unsigned long i = 0; i < 1000000; i++)
+		spin += i;
+	sched_yield();
+	b = fb_bind_wait();
+	assert_true(b >= a);
+}
+
 static void test_bind_forced_stays_pinned_when_shared(void **state)
 {
 	pthread_t h;
@@ -268,9 +425,9 @@ static void test_bind_forced_stays_pinned_when_shared(void **state)
 		pthread_create(&h, NULL, hog,
 			       (void *)(intptr_t)atomic_load(&spin_cpu)),
 		0);
-	/* Ten check intervals of sharing: an adaptive worker unpins in
-	 * one or two. */
-	usleep(10 * FB_BIND_CHECK_NS / 1000);
+	/* Ten windows of sharing: an adaptive worker unpins in one or
+	 * two. */
+	usleep(10 * FB_BIND_WINDOW * FB_BIND_CHECK_NS / 1000);
 	assert_int_equal(probe(), 1);
 	atomic_store(&stop_hog, 1);
 	assert_int_equal(pthread_join(h, NULL), 0);
@@ -284,10 +441,14 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		TEST(test_bind_pinned_worker_keeps_its_pu_when_rarely_preempted),
+		TEST(test_bind_window_sums_the_last_intervals),
+		TEST(test_bind_few_long_preemptions_unpin),
 		TEST(test_bind_unpinned_worker_repins_after_quiet_intervals),
 		TEST(test_bind_quiet_asked_doubles_up_to_the_bound),
 		TEST(test_bind_shared_cpu_unpins),
 		TEST(test_bind_cycle_unpin_and_repin),
+		TEST(test_bind_runtime_unpins_on_long_waits),
+		TEST(test_bind_wait_reads_schedstat),
 		TEST(test_bind_forced_stays_pinned_when_shared),
 	};
 

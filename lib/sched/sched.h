@@ -351,12 +351,21 @@ struct fb_wbalance {
  * their own cache lines in @pw and below; the rest is owner-only.
  */
 /* A worker's adaptive pinning (sched/bind.c); owner only. */
+/* Adaptive pinning decides on this many check intervals together (see
+ * FB_BIND_CHECK_NS below). */
+#define FB_BIND_WINDOW 4
+
 struct fb_wbind {
 	bool pinned;		   /* bound to its PU now */
 	unsigned int quiet;	   /* quiet checks in a row while unpinned */
 	unsigned int quiet_needed; /* before it pins again; 0 before any unpin */
 	long nivcsw;		   /* involuntary switches at the last check */
-	uint64_t next_ns;	   /* next check (coarse clock) */
+	int64_t wait_ns;	   /* run-queue wait at the last check; -1 */
+	/* The last FB_BIND_WINDOW intervals' figures and their sums. */
+	unsigned int pos;
+	uint64_t ring_preempts[FB_BIND_WINDOW], win_preempts;
+	int64_t ring_wait_ns[FB_BIND_WINDOW], win_wait_ns;
+	uint64_t next_ns; /* next check (coarse clock) */
 };
 
 struct fb_worker {
@@ -1010,33 +1019,55 @@ void fb_sched_balance_tick(struct fb_worker *w);
 /*
  * Adaptive pinning (sched/bind.c).  FB_BIND_OFF never pins, FB_BIND_ON
  * always does, FB_BIND_AUTO pins and lets a worker go while its CPU is
- * shared: FB_BIND_SHARED_PREEMPTS involuntary switches in one check
- * interval unpin it; FB_BIND_QUIET_CHECKS intervals in a row with at most
- * FB_BIND_QUIET_PREEMPTS pin it again, twice as many after each later
- * unpin, up to FB_BIND_QUIET_MAX.  Picked: sharing a CPU with one
- * CPU-bound process preempts a busy worker every few ms (the kernel's
- * slice), 20 or more per 100 ms, while a worker alone on its CPU sees
- * 0-2; a second of quiet before re-pinning keeps a job that pauses
- * briefly from flipping the workers back and forth.
+ * shared.  Two signals, summed over the last FB_BIND_WINDOW check
+ * intervals (100 ms): the involuntary switches (the kernel took the CPU
+ * for another thread) and the time the worker waited on the kernel's run
+ * queue while runnable.  FB_BIND_SHARED_PREEMPTS switches in the window
+ * unpin it, and so do FB_BIND_HURT_PREEMPTS switches with
+ * FB_BIND_HURT_WAIT_NS of waiting; FB_BIND_QUIET_CHECKS checks in a row
+ * whose window holds at most FB_BIND_QUIET_PREEMPTS pin it again, twice
+ * as many after each later unpin, up to FB_BIND_QUIET_MAX.  The short
+ * interval is for the start of a run: with one 100 ms interval, a server
+ * whose load generator shares its CPUs stayed pinned for 0.1-0.3 s of a
+ * 0.5 s benchmark.  Picked: sharing a CPU with one CPU-bound process preempts a busy worker
+ * every few ms (the kernel's slice), 20 or more per 100 ms, while a worker
+ * alone on its CPU sees 0-2.  A thread that shares the CPU and is not
+ * CPU-bound (a load generator on the same machine, which sleeps and wakes
+ * as its requests go) preempts the worker less often, 3-8 times per
+ * 100 ms, but each time for milliseconds: 30 ms of every 100 spent
+ * waiting, measured with a redis-benchmark client beside a 2-worker
+ * server on 2 CPUs.  The wait alone would mislead: it also holds the
+ * wakeup latency of a sleeping worker, which on a virtual machine is tens
+ * of us per wakeup, hence the preemptions asked for with it.  A second of
+ * quiet before re-pinning keeps a job that pauses briefly from flipping
+ * the workers back and forth.
  */
 enum { FB_BIND_OFF, FB_BIND_ON, FB_BIND_AUTO };
 enum { FB_BIND_KEEP, FB_BIND_UNPIN, FB_BIND_REPIN };
-#define FB_BIND_CHECK_NS (100 * 1000000ull)
+#define FB_BIND_CHECK_NS (25 * 1000000ull)
 #define FB_BIND_SHARED_PREEMPTS 10
+#define FB_BIND_HURT_PREEMPTS 3
+#define FB_BIND_HURT_WAIT_NS (10 * 1000000ll)
 #define FB_BIND_QUIET_PREEMPTS 1
-#define FB_BIND_QUIET_CHECKS 10
-#define FB_BIND_QUIET_MAX 640 /* 64 s: the most quiet ever asked */
+#define FB_BIND_QUIET_CHECKS 40 /* 1 s */
+#define FB_BIND_QUIET_MAX 2560	/* 64 s: the most quiet ever asked */
 /* fb_bind_decide - what a worker in state @b, preempted @preempts times
- * in the last interval, does: FB_BIND_KEEP, _UNPIN or _REPIN (the caller
- * then sets b->pinned).  It counts the quiet intervals in @b and doubles
- * the quiet asked for at each unpin.  Pure: no system call. */
-int fb_bind_decide(struct fb_wbind *b, uint64_t preempts);
+ * and kept waiting @wait_ns on the kernel's run queue (-1: unknown) in the
+ * last interval, does: FB_BIND_KEEP, _UNPIN or _REPIN (the caller then
+ * sets b->pinned).  It adds the interval to @b's window, counts the quiet
+ * checks and doubles the quiet asked for at each unpin.  Pure: no system
+ * call. */
+int fb_bind_decide(struct fb_wbind *b, uint64_t preempts, int64_t wait_ns);
 /* fb_sched_bind_start - worker @w's pinning state at its start, after it
  * pinned itself (or not).  Context: worker @w. */
 void fb_sched_bind_start(struct fb_worker *w);
 /* fb_bind_preempts - the calling thread's involuntary context switches so
  * far, -1 if unknown: getrusage(RUSAGE_THREAD); tests may replace it. */
 extern long (*fb_bind_preempts)(void);
+/* fb_bind_wait - the calling thread's time spent runnable on the kernel's
+ * run queue so far, in ns, -1 if unknown: /proc/thread-self/schedstat;
+ * tests may replace it. */
+extern int64_t (*fb_bind_wait)(void);
 void fb_sched_bind_check_slow(struct fb_worker *w, uint64_t now);
 /* fb_sched_bind_check - at most every FB_BIND_CHECK_NS, decide whether
  * @w stays pinned.  Context: worker @w, at its tick or going idle. */
