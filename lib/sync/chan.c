@@ -135,16 +135,11 @@ int fb_chan_recv_locked(struct fb_chan *ch, void *elem)
 	return 0;
 }
 
-/*
- * fiber_chan_send - copy the element at @elem into @chan, waiting while
- * the ring is full (at capacity 0, until a receiver takes it).
- * Context: fiber (parks) or any other thread (blocks).
- * Return: 0; EINVAL for NULL; EPIPE if @chan is closed, before or while
- * the caller waits (the element is then not delivered).
- */
-static int send_until(fiber_chan_t *chan, const void *elem, uint64_t deadline)
+/* op_until - a send (@send) or a receive of @elem on @ch that waits until
+ * @deadline: the common body of send_until and recv_until. */
+static inline int op_until(struct fb_chan *ch, void *elem, uint64_t deadline,
+			   bool send)
 {
-	struct fb_chan *ch = chan;
 	struct fb_waiter w;
 	int err;
 
@@ -154,15 +149,32 @@ static int send_until(fiber_chan_t *chan, const void *elem, uint64_t deadline)
 	if (err)
 		return err;
 	fb_spin_lock(&ch->lock);
-	err = fb_chan_send_locked(ch, elem);
+	err = send ? fb_chan_send_locked(ch, elem) :
+		     fb_chan_recv_locked(ch, elem);
 	if (err != EAGAIN) {
 		fb_spin_unlock(&ch->lock);
 		return err;
 	}
-	fb_waiter_prepare(&w, FB_WAIT_CHAN_SEND | FB_WAIT_CANCELLABLE, ch);
+	fb_waiter_prepare(&w,
+			  (send ? FB_WAIT_CHAN_SEND : FB_WAIT_CHAN_RECV) |
+				  FB_WAIT_CANCELLABLE,
+			  ch);
 	w.data = (uintptr_t)elem;
-	fb_list_add_tail(&w.node, &ch->senders);
+	fb_list_add_tail(&w.node, send ? &ch->senders : &ch->receivers);
 	return fb_waiter_wait_timed(&w, &ch->lock, deadline);
+}
+
+/*
+ * fiber_chan_send - copy the element at @elem into @chan, waiting while
+ * the ring is full (at capacity 0, until a receiver takes it).
+ * Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; EINVAL for NULL; EPIPE if @chan is closed, before or while
+ * the caller waits (the element is then not delivered).
+ */
+static int send_until(fiber_chan_t *chan, const void *elem, uint64_t deadline)
+{
+	/* The element is only read: the waiter keeps its address. */
+	return op_until(chan, (void *)elem, deadline, true);
 }
 
 int fiber_chan_send(fiber_chan_t *chan, const void *elem)
@@ -226,25 +238,7 @@ int fiber_chan_trysend(fiber_chan_t *chan, const void *elem)
  */
 static int recv_until(fiber_chan_t *chan, void *elem, uint64_t deadline)
 {
-	struct fb_chan *ch = chan;
-	struct fb_waiter w;
-	int err;
-
-	if (!ch || !elem)
-		return EINVAL;
-	err = fb_cancel_point();
-	if (err)
-		return err;
-	fb_spin_lock(&ch->lock);
-	err = fb_chan_recv_locked(ch, elem);
-	if (err != EAGAIN) {
-		fb_spin_unlock(&ch->lock);
-		return err;
-	}
-	fb_waiter_prepare(&w, FB_WAIT_CHAN_RECV | FB_WAIT_CANCELLABLE, ch);
-	w.data = (uintptr_t)elem;
-	fb_list_add_tail(&w.node, &ch->receivers);
-	return fb_waiter_wait_timed(&w, &ch->lock, deadline);
+	return op_until(chan, elem, deadline, false);
 }
 
 int fiber_chan_recv(fiber_chan_t *chan, void *elem)
