@@ -476,6 +476,99 @@ static void test_fork_from_a_fiber(void **state)
 	runtime_stop();
 }
 
+/* ---- fork while a fiber waits in a select ---- */
+
+static fiber_chan_t *sel_a, *sel_b;
+static atomic_int sel_chosen = -1, sel_rc = -1;
+static long sel_got;
+
+static void *selecting(void *arg)
+{
+	struct fiber_select_case c[2] = {
+		{ sel_a, FIBER_SELECT_RECV, &sel_got },
+		{ sel_b, FIBER_SELECT_RECV, &sel_got },
+	};
+	size_t chosen = 99;
+
+	(void)arg;
+	atomic_fetch_add(&ready, 1);
+	atomic_store(&sel_rc,
+		     fiber_chan_select(c, 2, FIBER_NO_DEADLINE, &chosen));
+	atomic_store(&sel_chosen, (int)chosen);
+	return NULL;
+}
+
+/* In the child: a select of its own on channels of its own, in the fresh
+ * runtime (the parent's channels hold the parent's waiters; the child does
+ * not touch them). */
+static int child_selects(void)
+{
+	fiber_chan_t *a, *b;
+	struct fiber_select_case c[2];
+	long v = 5, got = 0;
+	size_t chosen = 99;
+	int rc = child_uses_fibers();
+
+	if (rc || !CHILD_MAY_START_THREADS)
+		return rc;
+	if (fiber_init(NULL) || fiber_chan_create(&a, sizeof(long), 1) ||
+	    fiber_chan_create(&b, sizeof(long), 1))
+		return 20;
+	if (fiber_chan_send(b, &v))
+		return 21;
+	c[0] = (struct fiber_select_case){ a, FIBER_SELECT_RECV, &got };
+	c[1] = (struct fiber_select_case){ b, FIBER_SELECT_RECV, &got };
+	if (fiber_chan_select(c, 2, FIBER_NO_DEADLINE, &chosen) ||
+	    chosen != 1 || got != 5)
+		return 22;
+	fiber_chan_destroy(a);
+	fiber_chan_destroy(b);
+	return fiber_shutdown() ? 23 : 0;
+}
+
+static void *forking_selecter(void *arg)
+{
+	pid_t pid = fork();
+
+	(void)arg;
+	if (pid == 0)
+		_exit(child_selects());
+	atomic_store(&fork_result, pid < 0 ? -1 : wait_child(pid));
+	return NULL;
+}
+
+/* A fiber forks while another waits in fiber_chan_select: the child runs
+ * a select of its own, and the parent's select still completes, with the
+ * case that became ready and the value sent. */
+static void test_fork_while_a_fiber_selects(void **state)
+{
+	long v = 42;
+	fiber_t s, f;
+
+	(void)state;
+	atomic_store(&ready, 0);
+	atomic_store(&sel_chosen, -1);
+	atomic_store(&sel_rc, -1);
+	sel_got = 0;
+	runtime_start(2);
+	assert_int_equal(fiber_chan_create(&sel_a, sizeof(long), 0), 0);
+	assert_int_equal(fiber_chan_create(&sel_b, sizeof(long), 0), 0);
+	s = spawn_named(selecting, NULL, "selecting");
+	wait_ready(&ready, 1);
+	f = spawn_named(forking_selecter, NULL, NULL);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(atomic_load(&fork_result), 0);
+	assert_int_equal(atomic_load(&sel_rc), -1); /* still waiting */
+	assert_int_equal(fiber_chan_send(sel_b, &v), 0);
+	assert_int_equal(fiber_join(s, NULL), 0);
+	assert_int_equal(atomic_load(&sel_rc), 0);
+	assert_int_equal(atomic_load(&sel_chosen), 1);
+	assert_int_equal(sel_got, 42);
+	assert_int_equal(fiber_chan_destroy(sel_a), 0);
+	assert_int_equal(fiber_chan_destroy(sel_b), 0);
+	runtime_stop();
+}
+
 /* The child reached exit(): its atexit handlers run.  It leaves with
  * _exit(77) so that a leak checker does not scan a child whose parent's
  * stacks are gone; 77 tells the parent that exit() was called. */
@@ -522,6 +615,7 @@ int main(void)
 		TEST(test_fork_child_starts_a_fresh_runtime),
 		TEST(test_fork_from_a_fiber),
 		TEST(test_fork_child_fiber_returning_exits_zero),
+		TEST(test_fork_while_a_fiber_selects),
 	};
 
 	if (getenv("TEST_FILTER"))
