@@ -178,10 +178,85 @@ static void test_wakelist_handoff_on_one_worker(void **state)
 	assert_int_equal(fiber_shutdown(), 0);
 }
 
+/*
+ * ttwu_pending is cleared only after the drained fibers are counted in
+ * nr_running: a lock-free waker that reads ttwu_pending == 0 must not
+ * find nr_running == 0 for a worker that is queueing a wakelist, or it
+ * takes that worker for idle and stacks wakeups on it (the Linux 6.2
+ * regression).  A worker and fibers of our own, no runtime: an observer
+ * thread spins on ttwu_pending, and the first time it reads 0 it reads
+ * nr_running, which must then hold all of them.  Clearing the flag
+ * before the fibers are queued opens a window of MOVE_NR insertions,
+ * which the observer falls into in most rounds.
+ */
+#define MOVE_NR 2000
+#define MOVE_ROUNDS 200
+
+static struct fb_worker *mw;
+static atomic_int mw_watching, mw_seen;
+
+static void *watch_pending(void *arg)
+{
+	(void)arg;
+	atomic_store(&mw_watching, 1);
+	while (fb_load_acquire(&mw->pw.ttwu_pending))
+		fb_cpu_relax();
+	atomic_store(&mw_seen, fb_load_relaxed(&mw->pw.nr_running));
+	return NULL;
+}
+
+static void test_wakelist_pending_cleared_after_counting(void **state)
+{
+	struct fb_fiber **f = calloc(MOVE_NR, sizeof(*f));
+	int early = 0;
+
+	(void)state;
+	assert_non_null(f);
+	mw = aligned_alloc(64, (sizeof(*mw) + 63) / 64 * 64);
+	assert_non_null(mw);
+	memset(mw, 0, sizeof(*mw));
+	for (int i = 0; i < MOVE_NR; i++) {
+		f[i] = aligned_alloc(64, (sizeof(*f[i]) + 63) / 64 * 64);
+		assert_non_null(f[i]);
+		memset(f[i], 0, sizeof(*f[i]));
+	}
+	for (int r = 0; r < MOVE_ROUNDS; r++) {
+		struct fb_fiber *head = NULL;
+		pthread_t t;
+
+		fb_list_init(&mw->rq);
+		fb_store_relaxed(&mw->pw.nr_running, 0);
+		for (int i = 0; i < MOVE_NR; i++) { /* as push() leaves them */
+			fb_store_relaxed(&f[i]->wl_next, head);
+			head = f[i];
+		}
+		fb_store_relaxed(&mw->pw.wakelist, head);
+		fb_store_seqcst(&mw->pw.ttwu_pending, 1);
+		atomic_store(&mw_watching, 0);
+		atomic_store(&mw_seen, -1);
+		assert_int_equal(pthread_create(&t, NULL, watch_pending, NULL),
+				 0);
+		while (!atomic_load(&mw_watching))
+			sched_yield();
+		assert_int_equal(fb_sched_wakelist_move(mw, true), MOVE_NR);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		if (atomic_load(&mw_seen) != MOVE_NR)
+			early++;
+		assert_null(fb_load_relaxed(&mw->pw.wakelist));
+		assert_int_equal(fb_load_relaxed(&mw->pw.nr_running), MOVE_NR);
+	}
+	assert_int_equal(early, 0);
+	for (int i = 0; i < MOVE_NR; i++)
+		free(f[i]);
+	free(f);
+	free(mw);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_wakelist_handoff_on_one_worker),
+		cmocka_unit_test(test_wakelist_pending_cleared_after_counting),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -127,28 +127,6 @@ uint32_t fb_place_rng(struct fb_pworker *w)
 	return (uint32_t)((x * 0x2545f4914f6cdd1dull) >> 32);
 }
 
-void fb_place_blocked_stamp(struct fb_pworker *w, uint64_t now_tick)
-{
-	fb_store_relaxed(&w->last_blocked_load_update_tick, now_tick);
-}
-
-bool fb_place_blocked_decay(struct fb_pworker *w, uint64_t now_ns)
-{
-	int nr = fb_load_relaxed(&w->nr_running);
-
-	fb_pelt_fold_removed(&w->avg, &w->removed);
-	fb_pelt_update_worker(&w->avg, now_ns, w->runnable_weight, (unsigned)nr,
-			      nr > 0);
-	/* Under the rq lock, read lock-free by fb_place_nohz_pass(). */
-	fb_write_once(&w->nr_blocked_decays, w->nr_blocked_decays + 1);
-	/* Averages, not sums: the kernel's cfs_rq_has_blocked(). */
-	if (!w->avg.load_avg && !w->avg.util_avg && !w->avg.runnable_avg) {
-		fb_store_relaxed(&w->has_blocked_load, false);
-		return false;
-	}
-	return true;
-}
-
 bool fb_place_decay_blocked(struct fb_pworker *w, uint64_t now_ns,
 			    uint64_t now_tick)
 {
@@ -174,10 +152,17 @@ bool fb_place_refresh_sleeping(const struct fb_place_view *v, int i,
 		return false;
 	if (!sleeping(v, i))
 		return false;
-	if (now_tick < fb_load_relaxed(&w->last_blocked_load_update_tick) +
-			       FB_MAX(1u, v->g ? v->g->blocked_min_ticks : 1u))
+	if (!fb_place_blocked_due(v, i, now_tick))
 		return true; /* still blocked, refreshed too recently */
 	return fb_place_decay_blocked(w, now_ns, now_tick);
+}
+
+bool fb_place_blocked_due(const struct fb_place_view *v, int i,
+			  uint64_t now_tick)
+{
+	return now_tick >=
+	       fb_load_relaxed(&v->w[i]->last_blocked_load_update_tick) +
+		       FB_MAX(1u, v->g ? v->g->blocked_min_ticks : 1u);
 }
 
 static void decay_own(const struct fb_place_view *v, int w, uint64_t now_ns,

@@ -728,8 +728,8 @@ bool fb_place_sleep_stats_due(const struct fb_place_view *v, int w,
  */
 bool fb_place_decay_blocked(struct fb_pworker *w, uint64_t now_ns,
 			    uint64_t now_tick);
-/* The two halves of fb_place_decay_blocked(), for tests of the order of
- * rule 1 (doc/scheduler.md 6.2.1). */
+/* The two halves of fb_place_decay_blocked() (place/blocked.c), for tests
+ * of the order of rule 1 (doc/scheduler.md 6.2.1). */
 void fb_place_blocked_stamp(struct fb_pworker *w, uint64_t now_tick);
 bool fb_place_blocked_decay(struct fb_pworker *w, uint64_t now_ns);
 /*
@@ -740,6 +740,15 @@ bool fb_place_blocked_decay(struct fb_pworker *w, uint64_t now_ns);
  */
 bool fb_place_refresh_sleeping(const struct fb_place_view *v, int i,
 			       uint64_t now_ns, uint64_t now_tick);
+/*
+ * fb_place_blocked_due - rule 1's rate limit for worker @i at @now_tick:
+ * its stamp is at least blocked_min_ticks (at least 1) old.  Reads the
+ * stamp relaxed, so a refresher may ask before it takes i's rq lock and
+ * skip a sleeper that another refresher has just stamped (and is
+ * decaying).  Context: any; a hint without the lock, exact with it.
+ */
+bool fb_place_blocked_due(const struct fb_place_view *v, int i,
+			  uint64_t now_tick);
 
 /* Sleep entry and exit of worker @w (owner; doc/scheduler.md 1.8). */
 void fb_place_sleep_enter(const struct fb_place_view *v, int w);

@@ -185,6 +185,12 @@ static bool refresh(struct bctx *c, int i)
 	uint64_t before;
 	bool left;
 
+	/* doc/scheduler.md 6.2.1: the rate limit is read without the lock,
+	 * so a sleeper that another refresher stamped (and may be decaying
+	 * under its lock right now) is skipped, not waited for. */
+	if (fb_load_relaxed(&w->pw.has_blocked_load) &&
+	    !fb_place_blocked_due(&c->v, i, c->tick))
+		return true;
 	fb_spin_lock(&w->rq_lock);
 	if (fb_load_relaxed(&w->pw.avg_busy)) { /* it woke: not ours */
 		fb_spin_unlock(&w->rq_lock);
