@@ -61,13 +61,15 @@ FB_CONFIG(TOPOLOGY, TEXT, 0, 0, NULL, NULL, topology, FB_CFG(topology),
 	  "hwloc synthetic description (`\"pack:2 numa:1 l3:2 core:4 pu:2\"`) "
 	  "or the path of an hwloc XML file",
 	  "the machine")
-/* Unset: -1, which the runtime turns into 1 when it starts. */
+/* Unset: -1, which the runtime turns into adaptive pinning. */
 FB_CONFIG(BIND, BOOL, 0, 0, NULL, NULL, bind, FB_CFG_SET(bind, bind_set),
 	  "`1` pin workers (round robin over the real PUs on a synthetic "
 	  "topology), `0` do not",
-	  "pinned, and a worker whose CPU another process shares (10 or more "
-	  "preemptions in 100 ms) is unpinned until its CPU has been quiet "
-	  "for 1 s (twice as long after each later unpin, at most 64 s)")
+	  "pinned, and a worker whose CPU another process shares (in the "
+	  "last 100 ms, 10 or more preemptions, or 3 or more that kept it "
+	  "waiting 10 ms or more on the kernel's run queue) is unpinned "
+	  "until its CPU has been quiet for 1 s (twice as long after each "
+	  "later unpin, at most 64 s)")
 FB_CONFIG(SCHED_FEATURES, FEATURES, 0, 0, NULL, "", features,
 	  FB_CFG(sched_features),
 	  "scheduler features: `NAME` on, `NO_NAME` off, separated by spaces "
