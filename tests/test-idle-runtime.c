@@ -210,7 +210,7 @@ static void *stranded(void *arg)
 static void test_idle_fallback_takes_stranded_fiber(void **state)
 {
 	struct fiber_config c = { 0 };
-	long long steals, moves;
+	long long steals, pulls, pushes, moves;
 	fiber_t h, t;
 
 	(void)state;
@@ -231,11 +231,20 @@ static void test_idle_fallback_takes_stranded_fiber(void **state)
 	assert_int_equal(fiber_join(t, NULL), 0);
 	assert_int_equal(fiber_join(h, NULL), 0);
 	steals = fiber_stats_counter("steals");
+	pulls = fiber_stats_counter("lb_pulled");
+	pushes = fiber_stats_counter("lb_pushes");
 	moves = fiber_stats_counter("stall_moves");
 	assert_int_equal(fiber_shutdown(), 0);
 	unsetenv("LIBFIBER_STALL_MS");
+	fprintf(stderr, "# ran on %d: steals %lld, pulls %lld, pushes %lld\n",
+		atomic_load(&ran_on), steals, pulls, pushes);
+	/* Without the fallback the fiber runs on worker 0, after the hog. */
 	assert_int_equal(atomic_load(&ran_on), 1);
-	assert_true(steals >= 1);
+	/* Usually the fallback's steal moved it.  A slow host (ThreadSanitizer
+	 * on a loaded CI machine) may open the newly-idle gate, whose pull
+	 * takes it first, or let an active balance ask for it while it runs
+	 * between its two yields: each is the idle side's doing too. */
+	assert_true(steals + pulls + pushes >= 1);
 	assert_int_equal(moves, 0);
 }
 
