@@ -8,10 +8,18 @@
  * socket stays readable, so retrying at once would spin a worker), and a
  * clean stop on SIGINT/SIGTERM: stop accepting, shut every connection down
  * (its fiber reads end of file and exits), then shut the runtime down.
+ *
+ * --threads runs the same connection function on one kernel thread per
+ * connection, over blocking sockets and without the runtime (fiber_read
+ * and fiber_write called from a thread that is not a worker do plain
+ * read(2) and send(2) there): the baseline a fiber server is measured
+ * against, in the same program.
  */
 #include <fiber.h>
 
 #include <arpa/inet.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -23,17 +31,82 @@
 #define MAX_FD 65536
 
 static fiber_mutex_t conns_lock = FIBER_MUTEX_INITIALIZER;
-static bool conns[MAX_FD]; /* open connections, by fd; conns_lock */
+static pthread_mutex_t conns_tlock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t conns_gone = PTHREAD_COND_INITIALIZER;
+static bool conns[MAX_FD];  /* open connections, by fd; conns_lock */
+static int nr_conn_threads; /* --threads: live ones; conns_tlock */
+static bool threads_mode;   /* --threads: set before any connection */
 static atomic_bool stopping;
 static void *(*serve_fn)(void *);
+
+/* conns_lock, or conns_tlock in --threads mode. */
+static void conns_enter(void)
+{
+	if (threads_mode)
+		pthread_mutex_lock(&conns_tlock);
+	else
+		fiber_mutex_lock(&conns_lock);
+}
+
+static void conns_exit(void)
+{
+	if (threads_mode)
+		pthread_mutex_unlock(&conns_tlock);
+	else
+		fiber_mutex_unlock(&conns_lock);
+}
 
 /* A connection fiber calls this last: forget @fd and close it. */
 static void conn_close(int fd)
 {
-	fiber_mutex_lock(&conns_lock);
+	conns_enter();
 	conns[fd] = false;
 	close(fd);
-	fiber_mutex_unlock(&conns_lock);
+	conns_exit();
+}
+
+/* --threads: a connection's thread. */
+static void *conn_thread(void *arg)
+{
+	serve_fn(arg);
+	pthread_mutex_lock(&conns_tlock);
+	if (--nr_conn_threads == 0)
+		pthread_cond_signal(&conns_gone);
+	pthread_mutex_unlock(&conns_tlock);
+	return NULL;
+}
+
+/* --threads: the acceptor, a thread of its own starting a detached thread
+ * per connection. */
+static void *thread_acceptor(void *arg)
+{
+	int lfd = (int)(long)arg, fd;
+	pthread_attr_t attr;
+	pthread_t t;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	while (!atomic_load(&stopping)) {
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS)
+				usleep(10000); /* back off */
+			continue;
+		}
+		pthread_mutex_lock(&conns_tlock);
+		if (fd >= MAX_FD || atomic_load(&stopping) ||
+		    pthread_create(&t, &attr, conn_thread, (void *)(long)fd)) {
+			close(fd);
+		} else {
+			conns[fd] = true;
+			nr_conn_threads++;
+		}
+		pthread_mutex_unlock(&conns_tlock);
+	}
+	pthread_attr_destroy(&attr);
+	return NULL;
 }
 
 static void *acceptor(void *arg)
@@ -72,15 +145,18 @@ static int server_main(int argc, char **argv, const char *name,
 	const char *addr = "127.0.0.1";
 	int port = 8080, sig, one = 1, lfd;
 	sigset_t set;
+	pthread_t tacc;
 	fiber_t acc;
 
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--port"))
-			port = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--workers"))
-			cfg.workers = (unsigned int)atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--addr"))
-			addr = argv[i + 1];
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--threads"))
+			threads_mode = true;
+		else if (i + 1 < argc && !strcmp(argv[i], "--port"))
+			port = atoi(argv[++i]);
+		else if (i + 1 < argc && !strcmp(argv[i], "--workers"))
+			cfg.workers = (unsigned int)atoi(argv[++i]);
+		else if (i + 1 < argc && !strcmp(argv[i], "--addr"))
+			addr = argv[++i];
 	}
 	serve_fn = serve;
 	sigemptyset(&set);
@@ -89,30 +165,48 @@ static int server_main(int argc, char **argv, const char *name,
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* workers inherit it */
 	signal(SIGPIPE, SIG_IGN);
 	sa.sin_port = htons((uint16_t)port);
-	lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	lfd = socket(AF_INET,
+		     SOCK_STREAM | SOCK_CLOEXEC |
+			     (threads_mode ? 0 : SOCK_NONBLOCK),
+		     0);
 	if (lfd < 0 || inet_pton(AF_INET, addr, &sa.sin_addr) != 1 ||
 	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    getsockname(lfd, (struct sockaddr *)&sa, &salen) ||
-	    listen(lfd, 1024) || fiber_init(&cfg) ||
-	    fiber_create(&acc, NULL, acceptor, (void *)(long)lfd)) {
+	    listen(lfd, 1024) ||
+	    (threads_mode ?
+		     (errno = pthread_create(&tacc, NULL, thread_acceptor,
+					     (void *)(long)lfd)) != 0 :
+		     fiber_init(&cfg) || fiber_create(&acc, NULL, acceptor,
+						      (void *)(long)lfd))) {
 		fprintf(stderr, "%s: cannot start: %s\n", name,
 			strerror(errno));
 		return 1;
 	}
-	printf("%s: listening on %s:%d\n", name, addr, ntohs(sa.sin_port));
+	printf("%s: listening on %s:%d%s\n", name, addr, ntohs(sa.sin_port),
+	       threads_mode ? " (a thread per connection)" : "");
 	fflush(stdout);
 	sigwait(&set, &sig);
 
 	atomic_store(&stopping, true);
 	shutdown(lfd, SHUT_RDWR); /* wakes the acceptor */
-	fiber_join(acc, NULL);
-	fiber_mutex_lock(&conns_lock);
+	if (threads_mode)
+		pthread_join(tacc, NULL);
+	else
+		fiber_join(acc, NULL);
+	conns_enter();
 	for (int fd = 0; fd < MAX_FD; fd++)
 		if (conns[fd])
 			shutdown(fd, SHUT_RDWR);
-	fiber_mutex_unlock(&conns_lock);
-	fiber_shutdown(); /* waits for the connection fibers */
+	conns_exit();
+	if (threads_mode) { /* the connection threads read end of file */
+		pthread_mutex_lock(&conns_tlock);
+		while (nr_conn_threads)
+			pthread_cond_wait(&conns_gone, &conns_tlock);
+		pthread_mutex_unlock(&conns_tlock);
+	} else {
+		fiber_shutdown(); /* waits for the connection fibers */
+	}
 	close(lfd);
 	return 0;
 }

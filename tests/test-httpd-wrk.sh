@@ -1,12 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# test-httpd-wrk.sh HTTPD - a bounded load test: wrk with 64 connections for
-# 3 s against examples/httpd on 127.0.0.1.  Passes with zero socket errors
+# test-httpd-wrk.sh HTTPD [ARG...] - a bounded load test: wrk with 64
+# connections for 3 s against examples/httpd on 127.0.0.1, started with the
+# ARGs (default --workers 2; --threads is the kernel-thread baseline).  Passes with zero socket errors
 # (connect, read, write; slow answers are not errors), zero non-2xx
 # responses and a positive request rate.  Exit 77 (skip) only
 # when wrk is not installed (./dev setup installs it) or examples are off.
 set -u
 httpd=$1
+shift
+[ $# -gt 0 ] || set -- --workers 2
 if ! command -v wrk >/dev/null 2>&1; then
 	echo "SKIP: wrk is not installed (apt-get install wrk, or ./dev setup)"
 	exit 77
@@ -21,11 +24,11 @@ trap 'rm -f "$out" "$log"' EXIT
 # A port the kernel picks (--port 0): a fixed or computed one may be taken,
 # by anything, since it can fall in the ephemeral range.  httpd prints the
 # port once it listens.
-"$httpd" --port 0 --workers 2 >"$log" &
+"$httpd" --port 0 "$@" >"$log" &
 pid=$!
 i=0
 while :; do
-	port=$(sed -n 's/^.*listening on [0-9.]*:\([1-9][0-9]*\)$/\1/p' "$log")
+	port=$(sed -n 's/^.*listening on [0-9.]*:\([1-9][0-9]*\).*$/\1/p' "$log")
 	[ -n "$port" ] && break
 	i=$((i + 1))
 	if [ $i -gt 600 ] || ! kill -0 $pid 2>/dev/null; then
