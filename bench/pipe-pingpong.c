@@ -81,7 +81,7 @@
 /* Returned by the receive functions at end of file (not an errno). */
 #define END_OF_STREAM (-1)
 
-enum placement { PLACE_AUTO, PLACE_SAME, PLACE_SPLIT };
+enum placement { PLACE_AUTO, PLACE_SAME, PLACE_SPLIT, PLACE_FREE };
 enum dir { TO_PONG, TO_PING, NR_DIRS };
 
 struct options {
@@ -490,17 +490,22 @@ static void *ospipe_pong(void *arg)
 	return NULL;
 }
 
-/* Placement of the two sides of pair @i: worker ids in 0..workers-1. */
-static unsigned int ping_worker(const struct options *o, unsigned long i)
+/* Placement of the two sides of pair @i: worker ids in 0..workers-1, or
+ * -1 (free: no affinity, the scheduler places them). */
+static int ping_worker(const struct options *o, unsigned long i)
 {
-	return i % o->c.workers;
+	if (o->placement == PLACE_FREE)
+		return -1;
+	return (int)(i % o->c.workers);
 }
 
-static unsigned int pong_worker(const struct options *o, unsigned long i)
+static int pong_worker(const struct options *o, unsigned long i)
 {
 	unsigned long shift = o->placement == PLACE_SPLIT ? 1 : 0;
 
-	return (i + shift) % o->c.workers;
+	if (o->placement == PLACE_FREE)
+		return -1;
+	return (int)((i + shift) % o->c.workers);
 }
 
 static struct pair *pairs_alloc(const struct options *o, unsigned long loops)
@@ -567,21 +572,23 @@ static void pairs_check(struct pair *pairs, unsigned long nr, const char *mode,
 
 /* Fiber mode. */
 
-static fiber_t fiber_start(unsigned int worker, void *(*fn)(void *), void *arg)
+static fiber_t fiber_start(int worker, void *(*fn)(void *), void *arg)
 {
 	fiber_attr_t attr;
 	cpu_set_t set;
 	fiber_t f;
 	int err;
 
-	CPU_ZERO(&set);
-	CPU_SET(worker, &set);
 	fiber_attr_init(&attr);
-	fiber_attr_setaffinity(&attr, sizeof(set), &set);
+	if (worker >= 0) {
+		CPU_ZERO(&set);
+		CPU_SET(worker, &set);
+		fiber_attr_setaffinity(&attr, sizeof(set), &set);
+	}
 	err = fiber_create(&f, &attr, fn, arg);
 	fiber_attr_destroy(&attr);
 	if (err)
-		bench_die("fiber_create on worker %u: %s", worker,
+		bench_die("fiber_create on worker %d: %s", worker,
 			  strerror(err));
 	return f;
 }
@@ -668,18 +675,19 @@ static void run_os_pipes(const struct options *o, struct result *r)
 
 /* Threads mode. */
 
-static pthread_t thread_start(unsigned int worker, void *(*fn)(void *),
-			      void *arg)
+static pthread_t thread_start(int worker, void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t attr;
 	pthread_t t;
 	cpu_set_t set;
 	int err;
 
-	CPU_ZERO(&set);
-	CPU_SET(bench_worker_cpu(worker), &set);
 	pthread_attr_init(&attr);
-	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	if (worker >= 0) {
+		CPU_ZERO(&set);
+		CPU_SET(bench_worker_cpu((unsigned int)worker), &set);
+		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	}
 	err = pthread_create(&t, &attr, fn, arg);
 	pthread_attr_destroy(&attr);
 	if (err)
@@ -774,7 +782,9 @@ static double roundtrips_per_sec(const struct result *r)
 
 static const char *placement_name(const struct options *o)
 {
-	return o->placement == PLACE_SPLIT ? "split" : "same";
+	static const char *const names[] = { "auto", "same", "split", "free" };
+
+	return names[o->placement];
 }
 
 static const double pcts[] = { 50, 90, 99, 99.9 };
@@ -914,9 +924,10 @@ static const char outro_text[] =
 	"Without --fibers or --threads both run, and a last line gives the\n"
 	"ratio of their ns_per_roundtrip (threads / fiber).  Threads are\n"
 	"pinned the way the fibers' workers are, onto the first N CPUs the\n"
-	"process may use.\n";
+	"process may use (with --placement free, not at all).\n";
 
-static const char *const placement_names[] = { "auto", "same", "split", NULL };
+static const char *const placement_names[] = { "auto", "same", "split", "free",
+					       NULL };
 
 static void parse_args(int argc, char **argv, struct options *o)
 {
@@ -933,10 +944,12 @@ static void parse_args(int argc, char **argv, struct options *o)
 			    "round trips per pair of the threads baseline\n"
 			    "(default: L when -l/--loops is given, else\n"
 			    "50000: a kernel round trip costs ~6-100 us)"),
-		BENCH_CHOICE(0, "placement", "same|split", &o->placement,
+		BENCH_CHOICE(0, "placement", "same|split|free", &o->placement,
 			     placement_names,
 			     "same: both sides of pair i on worker i % N;\n"
 			     "split: ping on i % N, pong on (i + 1) % N;\n"
+			     "free: no affinity, the scheduler places\n"
+			     "them (threads: not pinned);\n"
 			     "auto: same with 1 worker, else split"),
 		BENCH_OPTS_MODES(&o->c, 'T'),
 		BENCH_FLAG(0, "os-pipes", &o->os_pipes,

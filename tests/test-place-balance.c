@@ -267,6 +267,22 @@ static void test_place_balance_h3_5_help_busy_better_core(void **state)
 	assert_int_equal(e.src, 0);
 	assert_true(e.active);
 	sim_close(&s);
+	/* The mirror (group_asym, doc/scheduler.md 4.2.3): a worse core with
+	 * both threads busy is no packing source, however low its priority:
+	 * the idle better core {0,1} sees an SMT imbalance; with 3 alone
+	 * there, asym packing. */
+	open_asym(&s, A2, false);
+	sim_set(&s, 3, 1);
+	for (int lone = 0; lone < 2; lone++) {
+		sim_set(&s, 2, !lone);
+		assert_int_equal(balance(&s, &e, s.sv->sd[0]->parent, 0,
+					 FB_LB_IDLE, &a),
+				 FB_LB_PULL);
+		assert_int_equal(e.busiest.type, lone ? FB_GROUP_ASYM_PACKING :
+							FB_GROUP_SMT_BALANCE);
+	}
+	assert_int_equal(e.src, 3);
+	sim_close(&s);
 }
 
 static void test_place_balance_h3_6_kinds_move_to_big(void **state)

@@ -301,6 +301,18 @@ static void test_place_wake_cluster_scanned_first(void **state)
 	assert_int_equal(wake(&s, &f, 0, SYNC, &r), 2);
 	assert_int_equal(r.pick, FB_PICK_SCAN_MISS);
 	assert_true(r.cut_util);
+	/* The cluster first even where the LLC's order meets an idle worker
+	 * outside it sooner: target 1 (its waker alone there), prev 3 in the
+	 * other cluster, 0, 2 and 3 idle: the LLC order from 2 would take 2,
+	 * the cluster takes 0. */
+	set_hint(&s, 0, 0, 4);
+	set_idle(&s, 0, FB_WS_SLEEPING);
+	set_busy(&s, 1, 1);
+	set_idle(&s, 2, FB_WS_SLEEPING);
+	set_idle(&s, 3, FB_WS_SLEEPING);
+	f = fiber(3);
+	assert_int_equal(wake(&s, &f, 1, SYNC, &r), 0);
+	assert_int_equal(r.pick, FB_PICK_SCAN_HIT);
 	snap_close(&s);
 }
 
@@ -785,6 +797,9 @@ static void test_place_wake_h1_6_failed_core_scan_clears_hint(void **state)
 	busy(&s, 6, 7, -1);
 	assert_int_equal(wake(&s, &f, 0, 0, &r), 1);
 	assert_int_equal(r.pick, FB_PICK_SCAN_HIT);
+	/* Each core once, a busy one up to its first busy worker: 0 and 1,
+	 * then 2, 4 and 6 (not 3, 5, 7 nor core 0-1 again). */
+	assert_int_equal(r.probes, 5);
 	assert_int_equal(hint(&s, 0), 0);
 	/* With the hint clear, the next wake takes prev's idle sibling. */
 	f = fiber(0);

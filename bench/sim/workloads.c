@@ -22,8 +22,8 @@
  *              or without an affinity mask (taskset -c 0-(n-2), as in the
  *              H4 mail).  Result: create-to-first-run latency.
  *   pingpong   bench/pipe-pingpong.c: P pairs bounce a 4-byte token
- *              through two pipes, pinned as its split placement (or
- *              unpinned).  Result: ns per round trip.
+ *              through two pipes, pinned as its split or same placement
+ *              or unpinned (its free one).  Result: ns per round trip.
  *   tbench     tbench-like request/response: C clients, C servers; a
  *              client writes a Q-byte request and reads an A-byte answer,
  *              the server reads, works W us, answers.  Result: MB/s.
@@ -787,13 +787,13 @@ static enum sim_act pp_step(struct sim *s, struct sim_fiber *f)
 	}
 }
 
-static const char *const pp_keys[] = { "pairs", "loops", "pin", NULL };
+static const char *const pp_keys[] = { "pairs", "loops", "pin", "same", NULL };
 
 static int pp_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 {
 	const char *p = params_of(spec);
 	struct pingpong *pp;
-	bool pin;
+	bool pin, same;
 
 	if (sim_params_check(p, pp_keys, err, errlen) ||
 	    fibers_ok(2 * sim_param(p, "pairs", 1), "pingpong", err, errlen))
@@ -804,6 +804,7 @@ static int pp_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	pp->loops = (uint64_t)sim_param(p, "loops", 10000);
 	pp->warmup = pp->loops / 100 ? pp->loops / 100 : 1;
 	pin = sim_param(p, "pin", 1) != 0;
+	same = sim_param(p, "same", 0) != 0;
 	if (!pp->pairs || !pp->loops) {
 		snprintf(err, errlen,
 			 "pingpong: pairs and loops must be "
@@ -816,9 +817,10 @@ static int pp_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	pp->rtt.min = UINT64_MAX;
 	for (unsigned i = 0; i < pp->pairs; i++) {
 		/* bench/pipe-pingpong.c's split placement: ping on i % N,
-		 * pong on (i + 1) % N (same with one worker) */
+		 * pong on (i + 1) % N (same with one worker, or with
+		 * same=1: its same placement) */
 		int a = (int)(i % (unsigned)s->n);
-		int b = s->n > 1 ? (int)((i + 1) % (unsigned)s->n) : a;
+		int b = s->n > 1 && !same ? (int)((i + 1) % (unsigned)s->n) : a;
 		struct sim_fiber *f;
 
 		sim_pipe_init(&pp->to_pong[i], 65536);
@@ -1060,6 +1062,7 @@ static const struct sim_workload execst = {
 static const struct sim_workload pingpong = {
 	"pingpong",
 	"pairs=P (1) loops=L (10000) pin=0|1 (1: bench/pipe-pingpong's split "
+	"placement; 0: its free one) same=0|1 (1: with pin=1, its same "
 	"placement)",
 	pp_setup,
 	pp_result,
