@@ -81,6 +81,15 @@ static inline bool fb_spin_trylock(struct fb_spinlock *l)
 
 void fb_spin_lock_slow(struct fb_spinlock *l);
 
+/* fb_spin_lock_once - fb_spin_lock()'s first try alone: one exchange.
+ * Return: true if it took @l; false if @l was held (nothing changed),
+ * for a caller that then goes its slow way with fb_spin_lock(). */
+static inline bool fb_spin_lock_once(struct fb_spinlock *l)
+{
+	return atomic_exchange_explicit(&l->locked, 1, memory_order_acquire) ==
+	       0;
+}
+
 static inline void fb_spin_lock(struct fb_spinlock *l)
 {
 	if (fb_likely(atomic_exchange_explicit(&l->locked, 1,

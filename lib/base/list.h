@@ -32,6 +32,13 @@ static inline bool fb_list_empty(const struct fb_list *h)
 	return h->next == h || h->next == NULL;
 }
 
+/* fb_list_empty_init - fb_list_empty() of a head that fb_list_init()
+ * made (never a zeroed one): one compare. */
+static inline bool fb_list_empty_init(const struct fb_list *h)
+{
+	return h->next == h;
+}
+
 static inline void fb_list_lazy_init(struct fb_list *h)
 {
 	if (h->next == NULL)

@@ -484,19 +484,33 @@ static inline bool wake(struct fb_worker *this, struct fb_fiber *f,
 		}
 	}
 	FB_COUNT(this, wakeups);
-	if (this && fb_rt->nr_workers == 1) {
+	if (this && this->solo) {
 		/* One worker and the waker runs on it: there is nothing to
 		 * place, and @f left the worker before the waker ran, so its
 		 * on_worker is already 0. */
 		FB_PROBE(wake, f->id, 0, 0, 0, -1);
-		if (fb_unlikely(fb_trace_on))
-			fb_trace_wake_slow(this, f);
-		if (!set_runnext(this, f))
-			enqueue(f, this, this);
+		fb_sched_wake_solo_tail(this, f);
 		return true;
 	}
 	wake_place(this, f, flags);
 	return true;
+}
+
+/* fb_sched_wake_solo_tail - the end of a one-worker wake (wake() and
+ * fb_waiter_wake_ret()): runnext if it is free, else the queue. */
+int fb_sched_wake_solo_tail(struct fb_worker *this, struct fb_fiber *f)
+{
+	if (fb_unlikely(fb_trace_on))
+		fb_trace_wake_slow(this, f);
+	if (!set_runnext(this, f))
+		enqueue(f, this, this);
+	return 0;
+}
+
+int fb_waiter_wake_tail(struct fb_waiter *w, unsigned int flags)
+{
+	fb_waiter_wake(w, flags);
+	return 0;
 }
 
 /* wake_place - the rest of wake(): place RUNNABLE @f, which the caller

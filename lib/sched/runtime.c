@@ -107,6 +107,7 @@ int fb_runtime_create(const struct fb_sched_params *p, struct fb_topo *topo,
 		if (!r->workers[i])
 			goto fail;
 		r->pws[i] = &r->workers[i]->pw;
+		r->workers[i]->solo = r->nr_workers == 1;
 	}
 	r->view.nr_workers = r->nr_workers;
 	r->view.w = r->pws;

@@ -20,6 +20,7 @@
 #include "base/common.h"
 #include "base/list.h"
 #include "base/sanitizer.h"
+#include "base/trace.h"
 #include "place/place.h"
 #include "sched/stack.h"
 #include "topo/rcu.h"
@@ -410,6 +411,9 @@ struct fb_worker {
 	atomic_int bt_state;
 	int bt_nr;
 	uintptr_t bt_pc[32];
+	/* The runtime's only worker: a wake has nothing to place
+	 * (fb_waiter_wake_ret).  Constant. */
+	bool solo;
 	struct fb_stack_cache stacks;
 	/* Unused: descriptors are cached with their handle slots
 	 * (sched/handle.c); sched/runtime.c still drains the empty list. */
@@ -937,6 +941,44 @@ void fb_trace_run_slow(struct fb_worker *w, const struct fb_fiber *f,
 		       uint64_t now);
 void fb_trace_wake_slow(struct fb_worker *this, const struct fb_fiber *f);
 void fb_trace_create_slow(struct fb_worker *this, const struct fb_fiber *f);
+
+/*
+ * fb_waiter_wake_ret - fb_waiter_wake(@w, @flags), then return 0, for a
+ * waker that is done with the object (its lock released) and returns
+ * right after.  The one-worker runtime's wake of a parked fiber runs
+ * here, inline, without a frame: what wake() in sched/core.c does for
+ * it, with the fiber put in runnext.  Every other case (a foreign waiter,
+ * several workers, a fiber still PARKING, runnext taken, tracing) goes to
+ * fb_waiter_wake_tail() or fb_sched_wake_solo_tail(), as tail calls.
+ * After a claim the waiter cannot leave by itself, so waking it after the
+ * unlock is as good as before it.  Context: as fb_waiter_wake(), @w
+ * unlinked and claimed by the caller.
+ */
+int fb_waiter_wake_tail(struct fb_waiter *w, unsigned int flags);
+int fb_sched_wake_solo_tail(struct fb_worker *this, struct fb_fiber *f);
+static fb_always_inline int fb_waiter_wake_ret(struct fb_waiter *w,
+					       unsigned int flags)
+{
+	struct fb_worker *this = fb_worker_self();
+	struct fb_fiber *f = w->fiber;
+	int s = FB_FIBER_PARKED;
+
+	if (fb_unlikely(!this || !this->solo || !f ||
+			f->epoch != fb_load_relaxed(&fb_rt_epoch) ||
+			!fb_cas(&f->state, &s, FB_FIBER_RUNNABLE)))
+		return fb_waiter_wake_tail(w, flags);
+	/* Ours now, and off the worker since before the waker ran. */
+	FB_COUNT(this, wakeups);
+	FB_PROBE(wake, f->id, 0, 0, 0, -1);
+	if (fb_unlikely(this->runnext || !this->curr ||
+			this->runnext_streak >= FB_RUNNEXT_STREAK ||
+			fb_trace_on))
+		return fb_sched_wake_solo_tail(this, f);
+	this->runnext = f;
+	this->runnext_streak++;
+	FB_COUNT(this, local_enqueues);
+	return 0;
+}
 
 /* ---- timers and the poller (sched/timer.c, sched/netpoll.c) ---- */
 
