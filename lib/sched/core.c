@@ -709,17 +709,19 @@ schedule(struct fb_worker *w, struct fb_fiber *prev, enum sched_mode mode)
 {
 	uint64_t now = fb_sched_clock();
 	struct fb_list *n;
-	struct fb_fiber *next = NULL;
+	struct fb_fiber *next = w->runnext;
+	/* prev leaves and next runs: nr_running is unchanged, and no lock
+	 * is needed, since nobody else sees runnext. */
+	bool handoff = next && mode != SCHED_YIELD &&
+		       !fb_load_relaxed(&w->pw.wakelist);
 
 	fb_topo_quiescent(w->id); /* a scheduling point (topo/rcu.c) */
 	fb_sched_pelt_leave(w, prev, now,
-			    mode == SCHED_YIELD || mode == SCHED_MIGRATE);
+			    mode == SCHED_YIELD || mode == SCHED_MIGRATE,
+			    mode == SCHED_PARK && handoff ? next : NULL);
 	if (fb_unlikely(mode == SCHED_EXIT)) /* its share leaves with it */
 		fb_pelt_detach(&w->pw.avg, &prev->pf.avg, prev->pf.weight);
-	next = w->runnext;
-	if (next && mode != SCHED_YIELD && !fb_load_relaxed(&w->pw.wakelist)) {
-		/* prev leaves and next runs: nr_running is unchanged, and no
-		 * lock is needed, since nobody else sees runnext. */
+	if (handoff) {
 		w->runnext = NULL;
 		goto picked;
 	}

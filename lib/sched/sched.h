@@ -411,6 +411,11 @@ struct fb_worker {
 	atomic_int bt_state;
 	int bt_nr;
 	uintptr_t bt_pc[32];
+	/* Load tracking (fb_sched_pelt_leave): the nr_running that the
+	 * worker's averages were last brought up to date with, and whether
+	 * runnext hand-offs have skipped that update since. */
+	int pelt_nr;
+	bool pelt_skipped;
 	/* The runtime's only worker: a wake has nothing to place
 	 * (fb_waiter_wake_ret).  Constant. */
 	bool solo;
@@ -1203,9 +1208,24 @@ int fb_sched_balance_migrate_target(struct fb_worker *w, struct fb_fiber *f);
  * stamp the wakee: see sched/balance.c).  A fiber whose
  * share sits in another worker's sums, or in none (new, or detached by a
  * balancer), moves them here on its first run (fb_sched_pelt_attach).
+ *
+ * A park that hands the worker to runnext changes nothing the worker's
+ * update depends on (nr_running, busy), so while nr_running stays what
+ * the last update saw, the worker's update waits (pelt_skipped): the
+ * next one accounts the whole run of hand-offs with that nr_running,
+ * which is what an update at each of them would have added up to.  If
+ * nr_running moved meanwhile, the update first accounts up to the last
+ * hand-off (run_start) with the old value (fb_sched_pelt_catch_up), and
+ * only the last interval with the new one, as before.  An update comes
+ * at the next switch through the run queue (at most FB_RUNNEXT_STREAK
+ * hand-offs later) or at the next tick.
  */
 void fb_sched_pelt_attach(struct fb_worker *w, struct fb_fiber *f,
 			  uint64_t now);
+/* fb_sched_pelt_catch_up - account the hand-offs' interval that
+ * fb_sched_pelt_leave skipped: up to run_start with pelt_nr, if
+ * nr_running (@nr) is no longer that.  Context: as fb_sched_pelt_worker. */
+void fb_sched_pelt_catch_up(struct fb_worker *w, int nr);
 
 /* fb_sched_pelt_worker - account @w's interval up to @now; @busy: a fiber
  * ran during it (else nothing was runnable: fibers queued now arrived at
@@ -1217,18 +1237,30 @@ static inline void fb_sched_pelt_worker(struct fb_worker *w, uint64_t now,
 	int nr = fb_load_relaxed(&w->pw.nr_running);
 	unsigned n = busy ? (unsigned)FB_MAX(nr, 1) : 0;
 
+	if (fb_unlikely(w->pelt_skipped))
+		fb_sched_pelt_catch_up(w, nr);
 	if (fb_unlikely(fb_load_relaxed(&w->pw.removed.nr)))
 		fb_pelt_fold_removed(&w->pw.avg, &w->pw.removed);
 	fb_pelt_update_worker(&w->pw.avg, now, n * FB_PELT_CAPACITY, n, busy);
+	w->pelt_nr = nr;
 }
 
 /* fb_sched_pelt_leave - @prev stops running on @w at @now; @queued: it
- * stays runnable (a yield) rather than blocking.  Context: owner. */
+ * stays runnable (a yield) rather than blocking; @handoff: a park hands
+ * the worker to this runnext fiber (NULL: anything else), which lets the
+ * worker's own update wait (see above) while the fiber's share is
+ * already here.  Context: owner. */
 static inline void fb_sched_pelt_leave(struct fb_worker *w,
 				       struct fb_fiber *prev, uint64_t now,
-				       bool queued)
+				       bool queued,
+				       const struct fb_fiber *handoff)
 {
-	fb_sched_pelt_worker(w, now, true);
+	if (handoff && handoff->pf.attached == w->id &&
+	    fb_load_relaxed(&w->pw.nr_running) == w->pelt_nr &&
+	    !fb_load_relaxed(&w->pw.removed.nr))
+		w->pelt_skipped = true;
+	else
+		fb_sched_pelt_worker(w, now, true);
 	fb_pelt_update(&prev->pf.avg, now, prev->pf.weight, true, true);
 	prev->pf.avg_queued = queued;
 	prev->pf.last_ran_ns = now; /* cache hot? doc/scheduler.md 1.6.6 */
