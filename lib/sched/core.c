@@ -715,7 +715,6 @@ schedule(struct fb_worker *w, struct fb_fiber *prev, enum sched_mode mode)
 	bool handoff = next && mode != SCHED_YIELD &&
 		       !fb_load_relaxed(&w->pw.wakelist);
 
-	fb_topo_quiescent(w->id); /* a scheduling point (topo/rcu.c) */
 	fb_sched_pelt_leave(w, prev, now,
 			    mode == SCHED_YIELD || mode == SCHED_MIGRATE,
 			    mode == SCHED_PARK && handoff ? next : NULL);
@@ -725,6 +724,9 @@ schedule(struct fb_worker *w, struct fb_fiber *prev, enum sched_mode mode)
 		w->runnext = NULL;
 		goto picked;
 	}
+	/* A scheduling point (topo/rcu.c); a hand-off leaves the report to
+	 * this one, at most FB_RUNNEXT_STREAK hand-offs later. */
+	fb_topo_quiescent(w->id);
 	if (fb_load_relaxed(&w->pw.wakelist))
 		fb_sched_drain_wakelist(w);
 	fb_spin_lock(&w->rq_lock);
