@@ -1245,19 +1245,29 @@ static inline void fb_sched_pelt_worker(struct fb_worker *w, uint64_t now,
 	w->pelt_nr = nr;
 }
 
+/* fb_sched_pelt_can_wait - a park that hands @w to its runnext fiber
+ * @next may leave the worker's update for later (see above): nr_running
+ * is what that update saw, no removed share waits, and @next's share is
+ * already in @w's sums.  Pure loads. */
+static inline bool fb_sched_pelt_can_wait(const struct fb_worker *w,
+					  const struct fb_fiber *next)
+{
+	return next->pf.attached == w->id &&
+	       fb_load_relaxed(&w->pw.nr_running) == w->pelt_nr &&
+	       !fb_load_relaxed(&w->pw.removed.nr);
+}
+
 /* fb_sched_pelt_leave - @prev stops running on @w at @now; @queued: it
  * stays runnable (a yield) rather than blocking; @handoff: a park hands
  * the worker to this runnext fiber (NULL: anything else), which lets the
  * worker's own update wait (see above) while the fiber's share is
  * already here.  Context: owner. */
-static inline void fb_sched_pelt_leave(struct fb_worker *w,
-				       struct fb_fiber *prev, uint64_t now,
-				       bool queued,
-				       const struct fb_fiber *handoff)
+static fb_always_inline void fb_sched_pelt_leave(struct fb_worker *w,
+						 struct fb_fiber *prev,
+						 uint64_t now, bool queued,
+						 const struct fb_fiber *handoff)
 {
-	if (handoff && handoff->pf.attached == w->id &&
-	    fb_load_relaxed(&w->pw.nr_running) == w->pelt_nr &&
-	    !fb_load_relaxed(&w->pw.removed.nr))
+	if (handoff && fb_sched_pelt_can_wait(w, handoff))
 		w->pelt_skipped = true;
 	else
 		fb_sched_pelt_worker(w, now, true);
