@@ -60,6 +60,13 @@ static inline void fb_list_add_tail(struct fb_list *n, struct fb_list *h)
 	fb_list_insert(n, h->prev, h);
 }
 
+/* fb_list_add_tail_init - fb_list_add_tail() to a head that
+ * fb_list_init() made (never a zeroed one). */
+static inline void fb_list_add_tail_init(struct fb_list *n, struct fb_list *h)
+{
+	fb_list_insert(n, h->prev, h);
+}
+
 static inline void fb_list_add_head(struct fb_list *n, struct fb_list *h)
 {
 	fb_list_lazy_init(h);

@@ -879,13 +879,14 @@ void fb_fiber_park(void)
 		schedule_at(w, f, SCHED_PARK, now);
 		return;
 	}
-	/* What schedule() does for this case, without its calls. */
+	/* What schedule() does for this case, without its calls; migrating
+	 * is already false, as always while a fiber runs (it is set only
+	 * for the switch out of one and cleared after it). */
 	w->runnext = NULL;
 	w->pelt_skipped = true;
 	fb_pelt_add_short(&f->pf.avg, dprev, 1, 1, true);
 	f->pf.avg_queued = false;
 	f->pf.last_ran_ns = now;
-	w->migrating = false;
 	fb_pelt_add_short(&next->pf.avg, dnext, next->pf.avg_queued,
 			  next->pf.avg_queued, false);
 	switch_go(w, f, next, now, false);

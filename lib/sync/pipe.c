@@ -279,7 +279,7 @@ static fb_noinline int read_wait(struct fb_pipe *p, void *buf, size_t len,
 
 	fb_waiter_prepare(&w, FB_WAIT_PIPE_READ | FB_WAIT_CANCELLABLE, p);
 	w.data = (uintptr_t)&rq;
-	fb_list_add_tail(&w.node, &p->readers);
+	fb_list_add_tail_init(&w.node, &p->readers);
 	err = fb_waiter_wait_timed(&w, &p->lock, deadline);
 	*done = rq.done;
 	return err;
