@@ -27,6 +27,10 @@
  *      then wins PARKED -> RUNNABLE and from that moment owns the fiber and
  *      must put it on some run queue.  Nobody else can: the state is no
  *      longer PARKED.
+ *    On a one-worker runtime a fiber that claimed another's waiter finds
+ *    it PARKED (it left the only worker before the waker ran), and the
+ *    claim leaves nobody else to move it: fb_waiter_wake_ret() stores
+ *    RUNNABLE without the CAS.
  * 3. on_worker.  A worker sets f->on_worker = 1 before it switches to f and
  *    clears it with a release store in fb_sched_finish_switch(), once it runs on
  *    another stack.  The waker that owns a PARKED fiber reads on_worker with

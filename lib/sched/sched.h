@@ -952,7 +952,7 @@ void fb_trace_create_slow(struct fb_worker *this, const struct fb_fiber *f);
  * waker that is done with the object (its lock released) and returns
  * right after.  The one-worker runtime's wake of a parked fiber runs
  * here, inline, without a frame: what wake() in sched/core.c does for
- * it, with the fiber put in runnext.  Every other case (a foreign waiter,
+ * it, with the fiber put in runnext, and a store for wake()'s CAS.  Every other case (a foreign waiter,
  * several workers, a fiber still PARKING, runnext taken, tracing) goes to
  * fb_waiter_wake_tail() or fb_sched_wake_solo_tail(), as tail calls.
  * After a claim the waiter cannot leave by itself, so waking it after the
@@ -966,13 +966,16 @@ static fb_always_inline int fb_waiter_wake_ret(struct fb_waiter *w,
 {
 	struct fb_worker *this = fb_worker_self();
 	struct fb_fiber *f = w->fiber;
-	int s = FB_FIBER_PARKED;
 
 	if (fb_unlikely(!this || !this->solo || !f ||
 			f->epoch != fb_load_relaxed(&fb_rt_epoch) ||
-			!fb_cas(&f->state, &s, FB_FIBER_RUNNABLE)))
+			fb_load_relaxed(&f->state) != FB_FIBER_PARKED))
 		return fb_waiter_wake_tail(w, flags);
-	/* Ours now, and off the worker since before the waker ran. */
+	/* No CAS: the claim made the caller the only one that may move @f
+	 * out of PARKED, and @f, off the only worker since before the waker
+	 * ran, cannot be PARKING; and @f runs next on this same thread, so
+	 * nothing needs ordering either. */
+	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
 	FB_COUNT(this, wakeups);
 	FB_PROBE(wake, f->id, 0, 0, 0, -1);
 	if (fb_unlikely(this->runnext || !this->curr ||
