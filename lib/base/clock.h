@@ -41,7 +41,7 @@ struct fb_clock {
 	uint64_t mult; /* ns per TSC tick, 32.32 fixed point; 0: no TSC */
 };
 
-extern struct fb_clock fb_clock;
+extern struct fb_clock fb_clock FB_HIDDEN;
 
 /*
  * fb_clock_setup - choose the scheduler clock for the next runtime.

@@ -22,6 +22,10 @@
 #define fb_unlikely(x) __builtin_expect(!!(x), 0)
 #define fb_noinline __attribute__((noinline))
 #define fb_always_inline inline __attribute__((always_inline))
+/* On the declaration of a variable the hot paths read: the library's own
+ * (it is built with hidden visibility), so it is addressed directly, not
+ * through the GOT. */
+#define FB_HIDDEN __attribute__((visibility("hidden")))
 #define fb_unused __attribute__((unused))
 #define FB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define fb_container_of(ptr, type, member)                                     \

@@ -674,7 +674,7 @@ struct fb_runtime {
 	struct fb_monitor *mon;		/* sched/monitor.c; NULL: none */
 };
 
-extern struct fb_runtime *fb_rt;
+extern struct fb_runtime *fb_rt FB_HIDDEN;
 extern atomic_bool fb_rt_up;
 /*
  * The gate of a running runtime (sched/runtime.c).  fb_rt_open is true from
@@ -697,7 +697,7 @@ extern atomic_bool fb_rt_open;
  * (seq_cst) before it reads fb_rt_open, and gives up if the gate is shut.
  */
 extern atomic_long fb_rt_nr_outside;
-extern _Atomic uint64_t fb_rt_epoch;
+extern _Atomic uint64_t fb_rt_epoch FB_HIDDEN;
 /* fb_rt_enter - a foreign thread enters the runtime; false if the gate is
  * closed (then it must not touch fb_rt).  Context: a thread that is not a
  * worker; pair with fb_rt_leave(). */
@@ -775,7 +775,7 @@ static inline void fb_nr_running_add_local(struct fb_worker *w, int d)
 
 /* Test hook: called in the window between a fiber giving up its worker and
  * the switch that leaves its stack; tests widen that window with it. */
-extern void (*fb_test_switch_hook)(void);
+extern void (*fb_test_switch_hook)(void) FB_HIDDEN;
 
 /* Bookkeeping hooks between the layers. */
 void fb_sched_fiber_reaped(void);
@@ -821,7 +821,7 @@ int fb_runtime_get(void);
 
 /* Fibers whose cancellation is pending (fb_fiber.cancel set): while it is
  * 0, a cancellation point costs one load.  Atomic, seq_cst RMWs. */
-extern atomic_uint fb_nr_cancels_pending __attribute__((visibility("hidden")));
+extern atomic_uint fb_nr_cancels_pending FB_HIDDEN;
 int fb_cancel_point_slow(void);
 /*
  * fb_cancel_point - the entry of a cancellation point: consume a pending
@@ -936,7 +936,7 @@ int fb_bt_saved(const void *sp, const void *top, uintptr_t *out, int max);
 /* LIBFIBER_TRACE (sched/trace.c): per-worker buffers of run intervals and
  * wakeups, written as a Chrome trace.  fb_trace_on is read once per
  * switch and per wake; off, the probes cost that one branch. */
-extern bool fb_trace_on;
+extern bool fb_trace_on FB_HIDDEN;
 int fb_trace_start(struct fb_runtime *r);
 /* fb_trace_write - write the trace to the file LIBFIBER_TRACE names, once
  * per runtime (the first of shutdown and exit).  Context: any thread. */
