@@ -875,7 +875,7 @@ void fb_fiber_park(void)
 		 fb_load_relaxed(&f->waiter)->obj);
 	now = fb_sched_clock();
 	/* The clock may be a call: nothing is kept across it, nor across
-	 * the switch, so that this function saves no register itself. */
+	 * the switch, so that this function has few registers to save. */
 	w = fb_worker_self();
 	f = w->curr;
 	next = w->runnext;

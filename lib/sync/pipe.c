@@ -153,9 +153,9 @@ static size_t ring_get(struct fb_pipe *p, unsigned char *dst, size_t len)
 	return n;
 }
 
-/* Copy up to @len bytes from @src into claimed reader @w's buffer, for
- * a wake that follows; returns how many it took.  @p->lock held. */
-static inline size_t fill_reader(struct fb_waiter *w, const unsigned char *src,
+/* Copy up to @len bytes from @src into claimed reader @w's buffer and
+ * wake it; returns how many it took.  @p->lock held. */
+static inline size_t feed_reader(struct fb_waiter *w, const unsigned char *src,
 				 size_t len)
 {
 	struct read_req *rq = (struct read_req *)w->data;
@@ -164,16 +164,6 @@ static inline size_t fill_reader(struct fb_waiter *w, const unsigned char *src,
 	copy(rq->buf, src, k);
 	rq->done = k;
 	w->result = 0;
-	return k;
-}
-
-/* fill_reader(), and wake the reader; returns how many it took.
- * @p->lock held. */
-static inline size_t feed_reader(struct fb_waiter *w, const unsigned char *src,
-				 size_t len)
-{
-	size_t k = fill_reader(w, src, len);
-
 	fb_waiter_wake(w, FB_WF_SYNC);
 	return k;
 }
@@ -375,24 +365,15 @@ int fiber_pipe_read_until(fiber_pipe_t *pipe, void *buf, size_t len,
 	return read_until(pipe, buf, len, done, deadline);
 }
 
-/*
- * write_locked - a write with @p->lock held, released here.  @rw (NULL:
- * none) is a reader that write_until() claimed and filled from the start
- * of @src, still to be woken: it took the bytes its request counts.
- * Serve the queued readers, then the ring, waiting for room as needed.
- */
+/* write_locked - a write with @p->lock held, released here: serve the
+ * queued readers, then the ring, waiting for room as needed. */
 static fb_noinline int write_locked(struct fb_pipe *p, const unsigned char *src,
-				    size_t len, size_t *done, uint64_t deadline,
-				    struct fb_waiter *rw)
+				    size_t len, size_t *done, uint64_t deadline)
 {
 	struct fb_waiter w;
 	size_t n = 0;
 	int err = 0;
 
-	if (rw) {
-		n = ((struct read_req *)rw->data)->done;
-		fb_waiter_wake(rw, FB_WF_SYNC);
-	}
 	for (;;) {
 		if (fb_unlikely(p->write_closed || p->read_closed)) {
 			err = p->write_closed ? EBADF : EPIPE;
@@ -435,7 +416,7 @@ static fb_noinline int write_slow(struct fb_pipe *p, const unsigned char *src,
 		return err;
 	}
 	fb_spin_lock(&p->lock);
-	return write_locked(p, src, len, done, deadline, NULL);
+	return write_locked(p, src, len, done, deadline);
 }
 
 /*
@@ -483,7 +464,7 @@ static fb_always_inline int write_until(fiber_pipe_t *pipe, const void *buf,
 			return fb_waiter_wake_ret(rw, FB_WF_SYNC);
 		}
 	}
-	return write_locked(p, src, len, done, deadline, NULL);
+	return write_locked(p, src, len, done, deadline);
 }
 
 int fiber_pipe_write(fiber_pipe_t *pipe, const void *buf, size_t len,
