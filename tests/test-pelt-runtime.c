@@ -255,9 +255,9 @@ static void test_handoffs_account_like_every_switch(void **state)
  * The same in the running runtime, where a park that hands the worker to
  * runnext takes fb_fiber_park()'s short way whenever no period boundary
  * is crossed: two fibers on one worker bounce a byte through two pipes,
- * each spinning 100 us of scheduler-clock time before it passes it on.
- * Each runs about half the time, so each gets a share of the worker's
- * utilisation, together about all of it.
+ * each spinning 20 us of scheduler-clock time before it passes it on.
+ * Each runs about half the time, so together they have about all of the
+ * worker's utilisation.
  */
 static fiber_pipe_t *bounce_pipe[2];
 static unsigned long bounce_util[2], bounce_worker_util;
@@ -273,7 +273,7 @@ static void *bouncer(void *arg)
 		assert_int_equal(fiber_pipe_read(bounce_pipe[1], &b, 1, &done),
 				 0);
 	while (b != 255) {
-		uint64_t slice = fb_sched_clock() + 100000u;
+		uint64_t slice = fb_sched_clock() + 20000u;
 
 		while (fb_sched_clock() < slice)
 			;
@@ -315,11 +315,12 @@ static void test_pingpong_shares_the_worker(void **state)
 	print_message("# bouncers %lu %lu, worker %lu\n", bounce_util[0],
 		      bounce_util[1], bounce_worker_util);
 	/* A host that takes the worker's CPU away for milliseconds charges
-	 * whoever runs then, so the halves are loose; their sum is not: a
-	 * fiber whose running went unaccounted leaves it near half. */
-	for (int i = 0; i < 2; i++)
-		assert_true(bounce_util[i] >= 64);
-	assert_true(bounce_util[0] + bounce_util[1] >= 700);
+	 * whoever runs then, and a fiber's average is as old as its last
+	 * period boundary, so after such a gap at the end the halves, and
+	 * even their sum, can be far off; a fiber whose running went
+	 * unaccounted on the short way (nearly every hand-off here) leaves
+	 * next to nothing. */
+	assert_true(bounce_util[0] + bounce_util[1] >= 400);
 	assert_true(bounce_worker_util >= 700);
 }
 
