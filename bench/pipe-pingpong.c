@@ -65,6 +65,8 @@
 #include "fiber.h"
 
 #define PROG "pipe-pingpong"
+/* Inlined whatever the compiler's size limits: see ping_side(). */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
 /* Round trips by default: about 0.3-0.5 s of fiber ping-pong here, over
  * the 0.2 s below which a run warns that it means little. */
 #define LOOPS_DEFAULT 3000000UL
@@ -145,7 +147,7 @@ static pthread_barrier_t thread_gate;
 
 /* Fiber transport. */
 
-static int fpipe_send(struct pair *p, enum dir d, uint32_t token)
+static ALWAYS_INLINE int fpipe_send(struct pair *p, enum dir d, uint32_t token)
 {
 	size_t done = 0;
 	int err;
@@ -156,23 +158,42 @@ static int fpipe_send(struct pair *p, enum dir d, uint32_t token)
 	return err;
 }
 
-static int fpipe_recv(struct pair *p, enum dir d, uint32_t *token)
+/* The rest of a receive that the first read did not finish: an error,
+ * end of file, or a token that came in pieces. */
+static __attribute__((noinline)) int fpipe_recv_rest(struct pair *p, enum dir d,
+						     uint32_t *token, int err,
+						     size_t got)
 {
 	unsigned char *buf = (unsigned char *)token;
-	size_t got = 0, done;
-	int err;
+	size_t done;
 
-	while (got < sizeof(*token)) {
+	for (;;) {
+		if (err)
+			return err;
+		if (got == sizeof(*token))
+			return 0;
 		done = 0;
 		err = fiber_pipe_read(p->pipe[d], buf + got,
 				      sizeof(*token) - got, &done);
-		if (err)
-			return err;
-		if (!done)
+		if (!err && !done)
 			return got ? EPROTO : END_OF_STREAM;
 		got += done;
 	}
-	return 0;
+}
+
+/* One read, which takes the whole token in a ping-pong; the rest out of
+ * line, so that the measured loop holds only that call. */
+static ALWAYS_INLINE int fpipe_recv(struct pair *p, enum dir d, uint32_t *token)
+{
+	size_t done = 0;
+	int err;
+
+	err = fiber_pipe_read(p->pipe[d], token, sizeof(*token), &done);
+	if (__builtin_expect(!err && done == sizeof(*token), 1))
+		return 0;
+	if (!err && !done)
+		return END_OF_STREAM;
+	return fpipe_recv_rest(p, d, token, err, done);
 }
 
 static void fiber_close_send(struct pair *p, enum dir d)
@@ -344,8 +365,8 @@ static const struct transport ospipe_transport = {
  */
 
 /* One round trip: send @token, expect @token + 1 back.  0 or an error. */
-static inline int bounce(const struct transport *tp, struct pair *p,
-			 uint32_t token)
+static ALWAYS_INLINE int bounce(const struct transport *tp, struct pair *p,
+				uint32_t token)
 {
 	uint32_t reply;
 	int err;
@@ -365,34 +386,43 @@ static inline int bounce(const struct transport *tp, struct pair *p,
  * The measured round trips, starting with @token: @p->loops of them, or
  * until the clock passes @deadline (0: none).  Return: how many ran.
  */
-static inline unsigned long measure(const struct transport *tp, struct pair *p,
-				    uint32_t token, uint64_t deadline,
-				    int *errp)
+static ALWAYS_INLINE unsigned long measure(const struct transport *tp,
+					   struct pair *p, uint32_t token,
+					   uint64_t deadline, int *errp)
 {
-	unsigned long i = 0;
-	uint64_t t0, t1 = 0;
+	unsigned long i = 0, loops = p->loops;
+	uint64_t t0, t1;
 	int err = 0;
 
-	while (!err && i < p->loops) {
-		if (p->hist) {
+	if (p->hist) {
+		while (!err && i < loops) {
 			t0 = bench_now_ns();
 			err = bounce(tp, p, token++);
 			t1 = bench_now_ns();
 			bench_hist_add(p->hist, t1 - t0);
-		} else {
-			err = bounce(tp, p, token++);
+			i++;
+			if (deadline && t1 >= deadline)
+				break;
 		}
-		i++;
-		if (!deadline || (!p->hist && i % DEADLINE_EVERY))
-			continue;
-		if ((p->hist ? t1 : bench_now_ns()) >= deadline)
-			break;
+	} else if (deadline) {
+		while (!err && i < loops) {
+			err = bounce(tp, p, token++);
+			i++;
+			if (!(i % DEADLINE_EVERY) && bench_now_ns() >= deadline)
+				break;
+		}
+	} else {
+		/* The plain loop, as lean as the round trip allows. */
+		while (!err && i < loops) {
+			err = bounce(tp, p, token++);
+			i++;
+		}
 	}
 	*errp = err;
 	return i;
 }
 
-static inline void ping_side(const struct transport *tp, struct pair *p)
+static ALWAYS_INLINE void ping_side(const struct transport *tp, struct pair *p)
 {
 	uint64_t start, end, deadline = 0;
 	uint32_t token = 0;
@@ -416,7 +446,7 @@ static inline void ping_side(const struct transport *tp, struct pair *p)
 	tp->close_send(p, TO_PONG);
 }
 
-static inline void pong_side(const struct transport *tp, struct pair *p)
+static ALWAYS_INLINE void pong_side(const struct transport *tp, struct pair *p)
 {
 	unsigned long echoed = 0;
 	uint32_t token;

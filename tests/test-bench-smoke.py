@@ -118,6 +118,30 @@ def pipe_pingpong_spin_floor():
 
 
 @test
+def boost_peer_and_vs_boost():
+    """bench/peers/boost-pingpong (built only with Boost) reports both
+    modes, and bench/vs-boost prints the three medians and both ratios."""
+    if not os.access(os.path.join(BUILD, "bench", "boost-pingpong"),
+                     os.X_OK):
+        return
+    for mode in ("channel", "jump"):
+        out = bench("boost-pingpong", "--mode", mode, "--loops", "2000")
+        r = json.loads(out)
+        assert r["mode"] == mode and r["loops"] == 2000, r
+        assert r["ns_per_roundtrip"] > 0 and r["boost"], r
+    bench("boost-pingpong", "--mode", "nosuch", expect_rc=2)
+    proc = subprocess.run([os.path.join(SOURCE, "bench", "vs-boost"), "-k",
+                           "1", "--loops", "2000", "--build", BUILD],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    for want in ("libfiber pipe, 1 worker", "Boost.Fiber unbuffered_channel",
+                 "Boost.Context jump_fcontext", "libfiber / channel",
+                 "libfiber / jump_fcontext", "load average"):
+        assert want in proc.stdout, proc.stdout
+
+
+@test
 def create_join_park_reports_rss():
     recs = records(bench("create-join", "--park", "--fibers", "2000",
                          "--json"))

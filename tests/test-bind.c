@@ -387,10 +387,23 @@ static void test_bind_runtime_unpins_on_long_waits(void **state)
 	fb_bind_wait = saved_wait;
 }
 
+/* schedstat's second number, read with stdio: what fb_bind_wait() must
+ * say, between two of these. */
+static int64_t schedstat_wait(void)
+{
+	unsigned long long run, wait;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%llu %llu", &run, &wait), 2);
+	fclose(f);
+	return (int64_t)wait;
+}
+
 /* The real wait reader: this kernel's schedstat file, or -1 without it. */
 static void test_bind_wait_reads_schedstat(void **state)
 {
-	int64_t a, b;
+	int64_t a, b, lo, hi;
 	volatile unsigned long spin = 0;
 
 	(void)state;
@@ -405,6 +418,11 @@ static void test_bind_wait_reads_schedstat(void **state)
 	sched_yield();
 	b = fb_bind_wait();
 	assert_true(b >= a);
+	/* The run-queue wait, not the run time before it. */
+	lo = schedstat_wait();
+	b = fb_bind_wait();
+	hi = schedstat_wait();
+	assert_true(lo <= b && b <= hi);
 }
 
 static void test_bind_forced_stays_pinned_when_shared(void **state)

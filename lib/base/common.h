@@ -22,6 +22,10 @@
 #define fb_unlikely(x) __builtin_expect(!!(x), 0)
 #define fb_noinline __attribute__((noinline))
 #define fb_always_inline inline __attribute__((always_inline))
+/* On the declaration of a variable the hot paths read: the library's own
+ * (it is built with hidden visibility), so it is addressed directly, not
+ * through the GOT. */
+#define FB_HIDDEN __attribute__((visibility("hidden")))
 #define fb_unused __attribute__((unused))
 #define FB_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define fb_container_of(ptr, type, member)                                     \
@@ -80,6 +84,15 @@ static inline bool fb_spin_trylock(struct fb_spinlock *l)
 }
 
 void fb_spin_lock_slow(struct fb_spinlock *l);
+
+/* fb_spin_lock_once - fb_spin_lock()'s first try alone: one exchange.
+ * Return: true if it took @l; false if @l was held (nothing changed),
+ * for a caller that then goes its slow way with fb_spin_lock(). */
+static inline bool fb_spin_lock_once(struct fb_spinlock *l)
+{
+	return atomic_exchange_explicit(&l->locked, 1, memory_order_acquire) ==
+	       0;
+}
 
 static inline void fb_spin_lock(struct fb_spinlock *l)
 {

@@ -32,6 +32,13 @@ static inline bool fb_list_empty(const struct fb_list *h)
 	return h->next == h || h->next == NULL;
 }
 
+/* fb_list_empty_init - fb_list_empty() of a head that fb_list_init()
+ * made (never a zeroed one): one compare. */
+static inline bool fb_list_empty_init(const struct fb_list *h)
+{
+	return h->next == h;
+}
+
 static inline void fb_list_lazy_init(struct fb_list *h)
 {
 	if (h->next == NULL)
@@ -50,6 +57,13 @@ static inline void fb_list_insert(struct fb_list *n, struct fb_list *prev,
 static inline void fb_list_add_tail(struct fb_list *n, struct fb_list *h)
 {
 	fb_list_lazy_init(h);
+	fb_list_insert(n, h->prev, h);
+}
+
+/* fb_list_add_tail_init - fb_list_add_tail() to a head that
+ * fb_list_init() made (never a zeroed one). */
+static inline void fb_list_add_tail_init(struct fb_list *n, struct fb_list *h)
+{
 	fb_list_insert(n, h->prev, h);
 }
 

@@ -208,13 +208,7 @@ bool fb_pelt_update_slow(struct fb_pelt *p, uint64_t delta, unsigned long load,
 		contrib = segments(periods, FB_PELT_PERIOD - p->period_contrib,
 				   rem);
 	p->period_contrib = rem;
-	if (runnable) {
-		p->load_sum += (uint64_t)load * contrib;
-		p->runnable_sum += ((uint64_t)runnable * contrib)
-				   << FB_PELT_CAPACITY_SHIFT;
-		if (running)
-			p->util_sum += contrib << FB_PELT_CAPACITY_SHIFT;
-	}
+	fb_pelt_add_sums(p, contrib, load, runnable, running);
 	derive(p, avg_weight);
 	return true;
 }

@@ -118,13 +118,59 @@ bool fb_pelt_update_slow(struct fb_pelt *p, uint64_t delta, unsigned long load,
  * that took a worker's clock on attach and is then updated with its own)
  * only moves last_update back and accounts nothing, as the kernel does.
  */
+/* fb_pelt_add_sums - add @units of time in the state (@load, @runnable,
+ * @running; see fb_pelt_accumulate()) to @p's sums. */
+static inline void fb_pelt_add_sums(struct fb_pelt *p, uint64_t units,
+				    unsigned long load, unsigned long runnable,
+				    bool running)
+{
+	if (!runnable)
+		return;
+	p->load_sum += (uint64_t)load * units;
+	p->runnable_sum += ((uint64_t)runnable * units)
+			   << FB_PELT_CAPACITY_SHIFT;
+	if (running)
+		p->util_sum += units << FB_PELT_CAPACITY_SHIFT;
+}
+
+/*
+ * fb_pelt_add_short - the fast path's accounting of @delta units that
+ * cross no period boundary (fb_pelt_short() said so): the sums grow, the
+ * averages stay.  @load, @runnable, @running: as fb_pelt_accumulate().
+ */
+static inline void fb_pelt_add_short(struct fb_pelt *p, uint64_t delta,
+				     unsigned long load, unsigned long runnable,
+				     bool running)
+{
+	if (!delta) /* within the same unit: nothing to account yet */
+		return;
+	fb_write_once(&p->last_update,
+		      p->last_update + (delta << FB_PELT_UNIT_SHIFT));
+	p->period_contrib += (uint32_t)delta;
+	fb_pelt_add_sums(p, delta, load, runnable, running);
+}
+
+/*
+ * fb_pelt_short - an update of @p to @now_ns would take
+ * fb_pelt_accumulate()'s fast path: the clock did not go back and no
+ * period boundary is crossed.  Then *@delta is the units it accounts, for
+ * fb_pelt_add_short().  Pure, for callers that decide before they write.
+ */
+static inline bool fb_pelt_short(const struct fb_pelt *p, uint64_t now_ns,
+				 uint64_t *delta)
+{
+	uint64_t d = now_ns - p->last_update;
+
+	*delta = d >> FB_PELT_UNIT_SHIFT;
+	return (int64_t)d >= 0 && *delta + p->period_contrib < FB_PELT_PERIOD;
+}
+
 static inline bool fb_pelt_accumulate(struct fb_pelt *p, uint64_t now_ns,
 				      unsigned long load,
 				      unsigned long runnable, bool running,
 				      unsigned long avg_weight)
 {
 	uint64_t delta = now_ns - p->last_update;
-	uint64_t d;
 
 	if (fb_unlikely((int64_t)delta < 0)) {
 		fb_write_once(&p->last_update, now_ns);
@@ -133,20 +179,10 @@ static inline bool fb_pelt_accumulate(struct fb_pelt *p, uint64_t now_ns,
 	delta >>= FB_PELT_UNIT_SHIFT;
 	if (!delta) /* within the same unit: nothing to account yet */
 		return false;
-	d = delta + p->period_contrib;
-	if (fb_unlikely(d >= FB_PELT_PERIOD))
+	if (fb_unlikely(delta + p->period_contrib >= FB_PELT_PERIOD))
 		return fb_pelt_update_slow(p, delta, load, runnable, running,
 					   avg_weight);
-	fb_write_once(&p->last_update,
-		      p->last_update + (delta << FB_PELT_UNIT_SHIFT));
-	p->period_contrib = (uint32_t)d;
-	if (runnable) {
-		p->load_sum += (uint64_t)load * delta;
-		p->runnable_sum += ((uint64_t)runnable * delta)
-				   << FB_PELT_CAPACITY_SHIFT;
-		if (running)
-			p->util_sum += delta << FB_PELT_CAPACITY_SHIFT;
-	}
+	fb_pelt_add_short(p, delta, load, runnable, running);
 	return false;
 }
 

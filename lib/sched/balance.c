@@ -42,7 +42,9 @@
  * updates them at, with one clock read per switch (sched/sched.h):
  * - a switch: the worker's interval (nr_running runnable, one running),
  *   the leaving fiber's (running) and the arriving one's (queued after a
- *   yield or a balancing pull, blocked otherwise);
+ *   yield or a balancing pull, blocked otherwise); at a runnext hand-off
+ *   that leaves nr_running as it was, the worker's update waits for the
+ *   next switch or tick (sched/sched.h, fb_sched_pelt_catch_up);
  * - a fiber's exit: its share leaves the worker's sums;
  * - ticks (a fiber that yields with nothing else to run never switches)
  *   and idle entry and exit.
@@ -140,6 +142,20 @@ static void remove_share(struct fb_worker *self, struct fb_fiber *f, int old)
 			       false);
 	fb_pelt_remove(&o->removed, &share);
 	FB_COUNT(self, pelt_migrations);
+}
+
+void fb_sched_pelt_catch_up(struct fb_worker *w, int nr)
+{
+	uint64_t split = fb_load_relaxed(&w->run_start);
+	unsigned n = (unsigned)FB_MAX(w->pelt_nr, 1);
+
+	w->pelt_skipped = false;
+	/* Hand-offs came only after an update by a switch (last_update at
+	 * or before the first of them); the test keeps a clock that went
+	 * back from moving last_update back. */
+	if (nr != w->pelt_nr && split > fb_pelt_last_update(&w->pw.avg))
+		fb_pelt_update_worker(&w->pw.avg, split, n * FB_PELT_CAPACITY,
+				      n, true);
 }
 
 void fb_sched_pelt_attach(struct fb_worker *w, struct fb_fiber *f, uint64_t now)

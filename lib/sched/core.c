@@ -27,6 +27,10 @@
  *      then wins PARKED -> RUNNABLE and from that moment owns the fiber and
  *      must put it on some run queue.  Nobody else can: the state is no
  *      longer PARKED.
+ *    On a one-worker runtime a fiber that claimed another's waiter finds
+ *    it PARKED (it left the only worker before the waker ran), and the
+ *    claim leaves nobody else to move it: fb_waiter_wake_ret() stores
+ *    RUNNABLE without the CAS.
  * 3. on_worker.  A worker sets f->on_worker = 1 before it switches to f and
  *    clears it with a release store in fb_sched_finish_switch(), once it runs on
  *    another stack.  The waker that owns a PARKED fiber reads on_worker with
@@ -484,19 +488,33 @@ static inline bool wake(struct fb_worker *this, struct fb_fiber *f,
 		}
 	}
 	FB_COUNT(this, wakeups);
-	if (this && fb_rt->nr_workers == 1) {
+	if (this && this->solo) {
 		/* One worker and the waker runs on it: there is nothing to
 		 * place, and @f left the worker before the waker ran, so its
 		 * on_worker is already 0. */
 		FB_PROBE(wake, f->id, 0, 0, 0, -1);
-		if (fb_unlikely(fb_trace_on))
-			fb_trace_wake_slow(this, f);
-		if (!set_runnext(this, f))
-			enqueue(f, this, this);
+		fb_sched_wake_solo_tail(this, f);
 		return true;
 	}
 	wake_place(this, f, flags);
 	return true;
+}
+
+/* fb_sched_wake_solo_tail - the end of a one-worker wake (wake() and
+ * fb_waiter_wake_ret()): runnext if it is free, else the queue. */
+int fb_sched_wake_solo_tail(struct fb_worker *this, struct fb_fiber *f)
+{
+	if (fb_unlikely(fb_trace_on))
+		fb_trace_wake_slow(this, f);
+	if (!set_runnext(this, f))
+		enqueue(f, this, this);
+	return 0;
+}
+
+int fb_waiter_wake_tail(struct fb_waiter *w, unsigned int flags)
+{
+	fb_waiter_wake(w, flags);
+	return 0;
 }
 
 /* wake_place - the rest of wake(): place RUNNABLE @f, which the caller
@@ -633,6 +651,26 @@ void fb_sched_finish_switch(struct fb_worker *w)
 	finish_switch(w);
 }
 
+/* finish_fast - finish_switch() where it is only the release of a fiber
+ * that parked: anything else (a dead or migrating fiber, the tick, no
+ * fiber left) is fb_sched_finish_switch(), as a tail call, so that the
+ * caller keeps nothing across it. */
+static fb_always_inline void finish_fast(struct fb_worker *w)
+{
+	struct fb_fiber *prev = w->prev_switch;
+	unsigned int ticks = w->ticks + 1;
+
+	if (fb_unlikely(!prev || !(ticks & (FB_TICK_SWITCHES - 1)) ||
+			w->migrating ||
+			fb_load_relaxed(&prev->state) == FB_FIBER_DEAD)) {
+		fb_sched_finish_switch(w);
+		return;
+	}
+	w->ticks = ticks;
+	w->prev_switch = NULL;
+	fb_store_release(&prev->on_worker, 0);
+}
+
 /* ctx_switch - fb_ctx_switch wrapped in the sanitizers' bookkeeping.
  * @dying: the leaving context never resumes; @tsan: TSan's context of the
  * one we switch to. */
@@ -647,12 +685,13 @@ static inline void ctx_switch(void **save, void *load, const void *bottom,
 	fb_san_finish_switch(fake);
 }
 
-/* switch_to - fb_sched_switch_to(), inline in schedule(). */
-static fb_always_inline void switch_to(struct fb_worker *w,
+/* switch_go - switch_to() once @next's averages are up to date.
+ * @traced: the trace may be on (false where the caller saw it off). */
+static fb_always_inline void switch_go(struct fb_worker *w,
 				       struct fb_fiber *prev,
-				       struct fb_fiber *next, uint64_t now)
+				       struct fb_fiber *next, uint64_t now,
+				       bool traced)
 {
-	fb_sched_pelt_enter(w, next, now);
 	fb_store_relaxed(&next->state, FB_FIBER_RUNNING);
 	fb_store_relaxed(&next->on_worker, 1);
 	fb_write_once(&next->pf.prev, w->id); /* fiber_dump reads it */
@@ -666,12 +705,21 @@ static fb_always_inline void switch_to(struct fb_worker *w,
 	w->prev_switch = prev;
 	FB_COUNT(w, switches);
 	FB_PROBE(switch, w->id, prev ? prev->id : 0, next->id);
-	if (fb_unlikely(fb_trace_on))
+	if (traced && fb_unlikely(fb_trace_on))
 		fb_trace_run_slow(w, next, now);
 	ctx_switch(prev ? &prev->sp : &w->idle_sp, next->sp, next->stack.map,
 		   next->stack.map_len,
 		   prev && fb_load_relaxed(&prev->state) == FB_FIBER_DEAD,
 		   next->san.tsan);
+}
+
+/* switch_to - fb_sched_switch_to(), inline in schedule(). */
+static fb_always_inline void switch_to(struct fb_worker *w,
+				       struct fb_fiber *prev,
+				       struct fb_fiber *next, uint64_t now)
+{
+	fb_sched_pelt_enter(w, next, now);
+	switch_go(w, prev, next, now, true);
 }
 
 void fb_sched_switch_to(struct fb_worker *w, struct fb_fiber *prev,
@@ -686,29 +734,32 @@ enum sched_mode { SCHED_YIELD, SCHED_PARK, SCHED_EXIT, SCHED_MIGRATE };
  * schedule - leave the calling fiber and run the next runnable one, or the
  * idle loop.  Context: fiber @prev on worker @w; for SCHED_YIELD the caller
  * has set @prev RUNNABLE, for SCHED_PARK PARKED, for SCHED_EXIT DEAD.
- * Inline, with the switch and what follows it, in fb_fiber_park(), the
- * one hot caller, for a constant @mode and a single frame; the others
- * call schedule_call().
+ * @now: the scheduler clock.  Out of line, schedule_at(); the park's
+ * common case, a hand-off to runnext, is fb_fiber_park()'s own.
  */
-static fb_always_inline void
-schedule(struct fb_worker *w, struct fb_fiber *prev, enum sched_mode mode)
+static fb_always_inline void schedule(struct fb_worker *w,
+				      struct fb_fiber *prev,
+				      enum sched_mode mode, uint64_t now)
 {
-	uint64_t now = fb_sched_clock();
 	struct fb_list *n;
-	struct fb_fiber *next = NULL;
+	struct fb_fiber *next = w->runnext;
+	/* prev leaves and next runs: nr_running is unchanged, and no lock
+	 * is needed, since nobody else sees runnext. */
+	bool handoff = next && mode != SCHED_YIELD &&
+		       !fb_load_relaxed(&w->pw.wakelist);
 
-	fb_topo_quiescent(w->id); /* a scheduling point (topo/rcu.c) */
 	fb_sched_pelt_leave(w, prev, now,
-			    mode == SCHED_YIELD || mode == SCHED_MIGRATE);
+			    mode == SCHED_YIELD || mode == SCHED_MIGRATE,
+			    mode == SCHED_PARK && handoff ? next : NULL);
 	if (fb_unlikely(mode == SCHED_EXIT)) /* its share leaves with it */
 		fb_pelt_detach(&w->pw.avg, &prev->pf.avg, prev->pf.weight);
-	next = w->runnext;
-	if (next && mode != SCHED_YIELD && !fb_load_relaxed(&w->pw.wakelist)) {
-		/* prev leaves and next runs: nr_running is unchanged, and no
-		 * lock is needed, since nobody else sees runnext. */
+	if (handoff) {
 		w->runnext = NULL;
 		goto picked;
 	}
+	/* A scheduling point (topo/rcu.c); a hand-off leaves the report to
+	 * this one, at most FB_RUNNEXT_STREAK hand-offs later. */
+	fb_topo_quiescent(w->id);
 	if (fb_load_relaxed(&w->pw.wakelist))
 		fb_sched_drain_wakelist(w);
 	fb_spin_lock(&w->rq_lock);
@@ -757,12 +808,18 @@ picked:
 	finish_switch(fb_worker_self());
 }
 
-/* schedule_call - schedule(), out of line, for the callers that are not
- * on the hot path. */
-static fb_noinline void
-schedule_call(struct fb_worker *w, struct fb_fiber *prev, enum sched_mode mode)
+/* schedule_at - schedule(), out of line. */
+static fb_noinline void schedule_at(struct fb_worker *w, struct fb_fiber *prev,
+				    enum sched_mode mode, uint64_t now)
 {
-	schedule(w, prev, mode);
+	schedule(w, prev, mode, now);
+}
+
+/* schedule_call - schedule_at() now. */
+static void schedule_call(struct fb_worker *w, struct fb_fiber *prev,
+			  enum sched_mode mode)
+{
+	schedule_at(w, prev, mode, fb_sched_clock());
 }
 
 /* park_pending - the rest of fb_fiber_park() while a cancellation is
@@ -775,11 +832,33 @@ static fb_noinline void park_pending(struct fb_worker *w, struct fb_fiber *f)
 	schedule_call(w, f, SCHED_PARK);
 }
 
+/*
+ * handoff_fast - a park of @prev on @w at @now can hand the worker to
+ * runnext fiber @next (NULL: none) the short way: schedule() would take
+ * its hand-off path and call nothing there.  The worker's update can
+ * wait (fb_sched_pelt_can_wait), both fibers' updates cross no period
+ * boundary (*@dprev and *@dnext: their units), the stack's canary holds,
+ * and neither the trace nor the test hook is on.  Pure loads.
+ */
+static fb_always_inline bool handoff_fast(struct fb_worker *w,
+					  struct fb_fiber *prev,
+					  struct fb_fiber *next, uint64_t now,
+					  uint64_t *dprev, uint64_t *dnext)
+{
+	return next && next != prev && !fb_load_relaxed(&w->pw.wakelist) &&
+	       fb_sched_pelt_can_wait(w, next) &&
+	       fb_pelt_short(&prev->pf.avg, now, dprev) &&
+	       fb_pelt_short(&next->pf.avg, now, dnext) &&
+	       fb_stack_canary_ok(&prev->stack) && !fb_trace_on &&
+	       !fb_test_switch_hook;
+}
+
 void fb_fiber_park(void)
 {
 	struct fb_worker *w = fb_worker_self();
-	struct fb_fiber *f = w->curr;
+	struct fb_fiber *f = w->curr, *next;
 	int s = FB_FIBER_PARKING;
+	uint64_t now, dprev, dnext;
 
 	if (!fb_cas(&f->state, &s, FB_FIBER_PARKED)) {
 		FB_BUG_ON(s != FB_FIBER_RUNNING);
@@ -794,7 +873,28 @@ void fb_fiber_park(void)
 	FB_COUNT(w, parks);
 	FB_PROBE(park, f->id, w->id, fb_load_relaxed(&f->waiter)->kind,
 		 fb_load_relaxed(&f->waiter)->obj);
-	schedule(w, f, SCHED_PARK);
+	now = fb_sched_clock();
+	/* The clock may be a call: nothing is kept across it, nor across
+	 * the switch, so that this function has few registers to save. */
+	w = fb_worker_self();
+	f = w->curr;
+	next = w->runnext;
+	if (fb_unlikely(!handoff_fast(w, f, next, now, &dprev, &dnext))) {
+		schedule_at(w, f, SCHED_PARK, now);
+		return;
+	}
+	/* What schedule() does for this case, without its calls; migrating
+	 * is already false, as always while a fiber runs (it is set only
+	 * for the switch out of one and cleared after it). */
+	w->runnext = NULL;
+	w->pelt_skipped = true;
+	fb_pelt_add_short(&f->pf.avg, dprev, 1, 1, true);
+	f->pf.avg_queued = false;
+	f->pf.last_ran_ns = now;
+	fb_pelt_add_short(&next->pf.avg, dnext, next->pf.avg_queued,
+			  next->pf.avg_queued, false);
+	switch_go(w, f, next, now, false);
+	finish_fast(fb_worker_self());
 }
 
 bool fb_sched_yield(void)

@@ -36,6 +36,7 @@ static struct fb_worker *worker_new(int id, int node)
 	fb_list_init(&w->rq);
 	fb_list_init(&w->live);
 	w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(id + 1);
+	w->pelt_nr = -1; /* no update yet */
 	fb_sched_balance_worker_init(w);
 	return w;
 }
@@ -107,6 +108,7 @@ int fb_runtime_create(const struct fb_sched_params *p, struct fb_topo *topo,
 		if (!r->workers[i])
 			goto fail;
 		r->pws[i] = &r->workers[i]->pw;
+		r->workers[i]->solo = r->nr_workers == 1;
 	}
 	r->view.nr_workers = r->nr_workers;
 	r->view.w = r->pws;

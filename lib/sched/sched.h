@@ -20,6 +20,7 @@
 #include "base/common.h"
 #include "base/list.h"
 #include "base/sanitizer.h"
+#include "base/trace.h"
 #include "place/place.h"
 #include "sched/stack.h"
 #include "topo/rcu.h"
@@ -410,6 +411,14 @@ struct fb_worker {
 	atomic_int bt_state;
 	int bt_nr;
 	uintptr_t bt_pc[32];
+	/* Load tracking (fb_sched_pelt_leave): the nr_running that the
+	 * worker's averages were last brought up to date with, and whether
+	 * runnext hand-offs have skipped that update since. */
+	int pelt_nr;
+	bool pelt_skipped;
+	/* The runtime's only worker: a wake has nothing to place
+	 * (fb_waiter_wake_ret).  Constant. */
+	bool solo;
 	struct fb_stack_cache stacks;
 	/* Unused: descriptors are cached with their handle slots
 	 * (sched/handle.c); sched/runtime.c still drains the empty list. */
@@ -665,7 +674,7 @@ struct fb_runtime {
 	struct fb_monitor *mon;		/* sched/monitor.c; NULL: none */
 };
 
-extern struct fb_runtime *fb_rt;
+extern struct fb_runtime *fb_rt FB_HIDDEN;
 extern atomic_bool fb_rt_up;
 /*
  * The gate of a running runtime (sched/runtime.c).  fb_rt_open is true from
@@ -688,7 +697,7 @@ extern atomic_bool fb_rt_open;
  * (seq_cst) before it reads fb_rt_open, and gives up if the gate is shut.
  */
 extern atomic_long fb_rt_nr_outside;
-extern _Atomic uint64_t fb_rt_epoch;
+extern _Atomic uint64_t fb_rt_epoch FB_HIDDEN;
 /* fb_rt_enter - a foreign thread enters the runtime; false if the gate is
  * closed (then it must not touch fb_rt).  Context: a thread that is not a
  * worker; pair with fb_rt_leave(). */
@@ -766,7 +775,7 @@ static inline void fb_nr_running_add_local(struct fb_worker *w, int d)
 
 /* Test hook: called in the window between a fiber giving up its worker and
  * the switch that leaves its stack; tests widen that window with it. */
-extern void (*fb_test_switch_hook)(void);
+extern void (*fb_test_switch_hook)(void) FB_HIDDEN;
 
 /* Bookkeeping hooks between the layers. */
 void fb_sched_fiber_reaped(void);
@@ -812,7 +821,7 @@ int fb_runtime_get(void);
 
 /* Fibers whose cancellation is pending (fb_fiber.cancel set): while it is
  * 0, a cancellation point costs one load.  Atomic, seq_cst RMWs. */
-extern atomic_uint fb_nr_cancels_pending __attribute__((visibility("hidden")));
+extern atomic_uint fb_nr_cancels_pending FB_HIDDEN;
 int fb_cancel_point_slow(void);
 /*
  * fb_cancel_point - the entry of a cancellation point: consume a pending
@@ -927,7 +936,7 @@ int fb_bt_saved(const void *sp, const void *top, uintptr_t *out, int max);
 /* LIBFIBER_TRACE (sched/trace.c): per-worker buffers of run intervals and
  * wakeups, written as a Chrome trace.  fb_trace_on is read once per
  * switch and per wake; off, the probes cost that one branch. */
-extern bool fb_trace_on;
+extern bool fb_trace_on FB_HIDDEN;
 int fb_trace_start(struct fb_runtime *r);
 /* fb_trace_write - write the trace to the file LIBFIBER_TRACE names, once
  * per runtime (the first of shutdown and exit).  Context: any thread. */
@@ -937,6 +946,47 @@ void fb_trace_run_slow(struct fb_worker *w, const struct fb_fiber *f,
 		       uint64_t now);
 void fb_trace_wake_slow(struct fb_worker *this, const struct fb_fiber *f);
 void fb_trace_create_slow(struct fb_worker *this, const struct fb_fiber *f);
+
+/*
+ * fb_waiter_wake_ret - fb_waiter_wake(@w, @flags), then return 0, for a
+ * waker that is done with the object (its lock released) and returns
+ * right after.  The one-worker runtime's wake of a parked fiber runs
+ * here, inline, without a frame: what wake() in sched/core.c does for
+ * it, with the fiber put in runnext, and a store for wake()'s CAS.  Every other case (a foreign waiter,
+ * several workers, a fiber still PARKING, runnext taken, tracing) goes to
+ * fb_waiter_wake_tail() or fb_sched_wake_solo_tail(), as tail calls.
+ * After a claim the waiter cannot leave by itself, so waking it after the
+ * unlock is as good as before it.  Context: as fb_waiter_wake(), @w
+ * unlinked and claimed by the caller.
+ */
+int fb_waiter_wake_tail(struct fb_waiter *w, unsigned int flags);
+int fb_sched_wake_solo_tail(struct fb_worker *this, struct fb_fiber *f);
+static fb_always_inline int fb_waiter_wake_ret(struct fb_waiter *w,
+					       unsigned int flags)
+{
+	struct fb_worker *this = fb_worker_self();
+	struct fb_fiber *f = w->fiber;
+
+	if (fb_unlikely(!this || !this->solo || !f ||
+			f->epoch != fb_load_relaxed(&fb_rt_epoch) ||
+			fb_load_relaxed(&f->state) != FB_FIBER_PARKED))
+		return fb_waiter_wake_tail(w, flags);
+	/* No CAS: the claim made the caller the only one that may move @f
+	 * out of PARKED, and @f, off the only worker since before the waker
+	 * ran, cannot be PARKING; and @f runs next on this same thread, so
+	 * nothing needs ordering either. */
+	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
+	FB_COUNT(this, wakeups);
+	FB_PROBE(wake, f->id, 0, 0, 0, -1);
+	if (fb_unlikely(this->runnext || !this->curr ||
+			this->runnext_streak >= FB_RUNNEXT_STREAK ||
+			fb_trace_on))
+		return fb_sched_wake_solo_tail(this, f);
+	this->runnext = f;
+	this->runnext_streak++;
+	FB_COUNT(this, local_enqueues);
+	return 0;
+}
 
 /* ---- timers and the poller (sched/timer.c, sched/netpoll.c) ---- */
 
@@ -1161,9 +1211,24 @@ int fb_sched_balance_migrate_target(struct fb_worker *w, struct fb_fiber *f);
  * stamp the wakee: see sched/balance.c).  A fiber whose
  * share sits in another worker's sums, or in none (new, or detached by a
  * balancer), moves them here on its first run (fb_sched_pelt_attach).
+ *
+ * A park that hands the worker to runnext changes nothing the worker's
+ * update depends on (nr_running, busy), so while nr_running stays what
+ * the last update saw, the worker's update waits (pelt_skipped): the
+ * next one accounts the whole run of hand-offs with that nr_running,
+ * which is what an update at each of them would have added up to.  If
+ * nr_running moved meanwhile, the update first accounts up to the last
+ * hand-off (run_start) with the old value (fb_sched_pelt_catch_up), and
+ * only the last interval with the new one, as before.  An update comes
+ * at the next switch through the run queue (at most FB_RUNNEXT_STREAK
+ * hand-offs later) or at the next tick.
  */
 void fb_sched_pelt_attach(struct fb_worker *w, struct fb_fiber *f,
 			  uint64_t now);
+/* fb_sched_pelt_catch_up - account the hand-offs' interval that
+ * fb_sched_pelt_leave skipped: up to run_start with pelt_nr, if
+ * nr_running (@nr) is no longer that.  Context: as fb_sched_pelt_worker. */
+void fb_sched_pelt_catch_up(struct fb_worker *w, int nr);
 
 /* fb_sched_pelt_worker - account @w's interval up to @now; @busy: a fiber
  * ran during it (else nothing was runnable: fibers queued now arrived at
@@ -1175,18 +1240,40 @@ static inline void fb_sched_pelt_worker(struct fb_worker *w, uint64_t now,
 	int nr = fb_load_relaxed(&w->pw.nr_running);
 	unsigned n = busy ? (unsigned)FB_MAX(nr, 1) : 0;
 
+	if (fb_unlikely(w->pelt_skipped))
+		fb_sched_pelt_catch_up(w, nr);
 	if (fb_unlikely(fb_load_relaxed(&w->pw.removed.nr)))
 		fb_pelt_fold_removed(&w->pw.avg, &w->pw.removed);
 	fb_pelt_update_worker(&w->pw.avg, now, n * FB_PELT_CAPACITY, n, busy);
+	w->pelt_nr = nr;
+}
+
+/* fb_sched_pelt_can_wait - a park that hands @w to its runnext fiber
+ * @next may leave the worker's update for later (see above): nr_running
+ * is what that update saw, no removed share waits, and @next's share is
+ * already in @w's sums.  Pure loads. */
+static inline bool fb_sched_pelt_can_wait(const struct fb_worker *w,
+					  const struct fb_fiber *next)
+{
+	return next->pf.attached == w->id &&
+	       fb_load_relaxed(&w->pw.nr_running) == w->pelt_nr &&
+	       !fb_load_relaxed(&w->pw.removed.nr);
 }
 
 /* fb_sched_pelt_leave - @prev stops running on @w at @now; @queued: it
- * stays runnable (a yield) rather than blocking.  Context: owner. */
-static inline void fb_sched_pelt_leave(struct fb_worker *w,
-				       struct fb_fiber *prev, uint64_t now,
-				       bool queued)
+ * stays runnable (a yield) rather than blocking; @handoff: a park hands
+ * the worker to this runnext fiber (NULL: anything else), which lets the
+ * worker's own update wait (see above) while the fiber's share is
+ * already here.  Context: owner. */
+static fb_always_inline void fb_sched_pelt_leave(struct fb_worker *w,
+						 struct fb_fiber *prev,
+						 uint64_t now, bool queued,
+						 const struct fb_fiber *handoff)
 {
-	fb_sched_pelt_worker(w, now, true);
+	if (handoff && fb_sched_pelt_can_wait(w, handoff))
+		w->pelt_skipped = true;
+	else
+		fb_sched_pelt_worker(w, now, true);
 	fb_pelt_update(&prev->pf.avg, now, prev->pf.weight, true, true);
 	prev->pf.avg_queued = queued;
 	prev->pf.last_ran_ns = now; /* cache hot? doc/scheduler.md 1.6.6 */

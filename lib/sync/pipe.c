@@ -94,6 +94,31 @@ static inline void copy(unsigned char *dst, const unsigned char *src, size_t n)
 	}
 }
 
+/* copy_short - copy() of 1 to 16 bytes, never a call: overlapping loads
+ * and stores of the two widest words that fit. */
+static inline void copy_short(unsigned char *dst, const unsigned char *src,
+			      size_t n)
+{
+	if (n >= 8) {
+		uint64_t a, b;
+
+		memcpy(&a, src, 8);
+		memcpy(&b, src + n - 8, 8);
+		memcpy(dst, &a, 8);
+		memcpy(dst + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+
+		memcpy(&a, src, 4);
+		memcpy(&b, src + n - 4, 4);
+		memcpy(dst, &a, 4);
+		memcpy(dst + n - 4, &b, 4);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			dst[i] = src[i];
+	}
+}
+
 /* Copy up to @len bytes from @src to the tail of the ring; returns how
  * many fitted.  @p->lock held. */
 static size_t ring_put(struct fb_pipe *p, const unsigned char *src, size_t len)
@@ -218,6 +243,68 @@ int fiber_pipe_destroy(fiber_pipe_t *pipe)
 	return 0;
 }
 
+/* read_ring - the end of a read that finds bytes (or end of stream, or
+ * asks for none): take them and wake a writer waiting for the room.
+ * @p->lock held; released here. */
+static fb_noinline int read_ring(struct fb_pipe *p, void *buf, size_t len,
+				 size_t *done)
+{
+	size_t n = ring_get(p, buf, len);
+
+	if (n)
+		wake_writer(p);
+	fb_spin_unlock(&p->lock);
+	*done = n;
+	return 0;
+}
+
+/* read_wait - the end of a read that finds the ring empty: queue with a
+ * request that a writer fills, and wait.  @p->lock held; released here. */
+static fb_noinline int read_wait(struct fb_pipe *p, void *buf, size_t len,
+				 size_t *done, uint64_t deadline)
+{
+	struct read_req rq = { .buf = buf, .len = len };
+	struct fb_waiter w;
+	int err;
+
+	fb_waiter_prepare(&w, FB_WAIT_PIPE_READ | FB_WAIT_CANCELLABLE, p);
+	w.data = (uintptr_t)&rq;
+	fb_list_add_tail_init(&w.node, &p->readers);
+	err = fb_waiter_wait_timed(&w, &p->lock, deadline);
+	*done = rq.done;
+	return err;
+}
+
+/* read_locked - a read with @p->lock held: released here. */
+static fb_always_inline int read_locked(struct fb_pipe *p, void *buf,
+					size_t len, size_t *done,
+					uint64_t deadline)
+{
+	if (fb_unlikely(p->read_closed)) {
+		fb_spin_unlock(&p->lock);
+		*done = 0;
+		return EBADF;
+	}
+	if (p->count || len == 0 || p->write_closed)
+		return read_ring(p, buf, len, done);
+	return read_wait(p, buf, len, done, deadline);
+}
+
+/* read_slow - a read that must pass a pending cancellation's check or
+ * wait for the lock. */
+static fb_noinline int read_slow(struct fb_pipe *p, void *buf, size_t len,
+				 size_t *done, uint64_t deadline)
+{
+	int err = fb_cancel_point();
+
+	if (err) {
+		*done = 0;
+		return err;
+	}
+	fb_spin_lock(&p->lock);
+	return read_locked(p, buf, len, done, deadline);
+}
+
 /*
  * fiber_pipe_read - read up to @len bytes of @pipe into @buf, waiting
  * until at least one byte is there or the write end is closed, and store
@@ -225,46 +312,22 @@ int fiber_pipe_destroy(fiber_pipe_t *pipe)
  * Context: fiber (parks) or any other thread (blocks).
  * Return: 0; EINVAL for NULL; EBADF if the read end is closed, before or
  * while the caller waits (*@done is then 0).
+ * The entry takes the lock at the first try (no cancellation pending)
+ * and decides; the rest runs out of line, as tail calls, so that the
+ * entry needs no stack frame.
  */
-static int read_until(fiber_pipe_t *pipe, void *buf, size_t len, size_t *done,
-		      uint64_t deadline)
+static fb_always_inline int read_until(fiber_pipe_t *pipe, void *buf,
+				       size_t len, size_t *done,
+				       uint64_t deadline)
 {
 	struct fb_pipe *p = pipe;
-	struct read_req rq;
-	struct fb_waiter w;
-	size_t n;
-	int err;
 
 	if (fb_unlikely(!p || !done || (!buf && len)))
 		return EINVAL;
-	err = fb_cancel_point();
-	if (err) {
-		*done = 0;
-		return err;
-	}
-	fb_spin_lock(&p->lock);
-	if (fb_unlikely(p->read_closed)) {
-		fb_spin_unlock(&p->lock);
-		*done = 0;
-		return EBADF;
-	}
-	if (p->count || len == 0 || p->write_closed) {
-		n = ring_get(p, buf, len);
-		if (n)
-			wake_writer(p);
-		fb_spin_unlock(&p->lock);
-		*done = n;
-		return 0;
-	}
-	rq.buf = buf;
-	rq.len = len;
-	rq.done = 0;
-	fb_waiter_prepare(&w, FB_WAIT_PIPE_READ | FB_WAIT_CANCELLABLE, p);
-	w.data = (uintptr_t)&rq;
-	fb_list_add_tail(&w.node, &p->readers);
-	err = fb_waiter_wait_timed(&w, &p->lock, deadline);
-	*done = rq.done;
-	return err;
+	if (fb_unlikely(fb_load_relaxed(&fb_nr_cancels_pending) ||
+			!fb_spin_lock_once(&p->lock)))
+		return read_slow(p, buf, len, done, deadline);
+	return read_locked(p, buf, len, done, deadline);
 }
 
 int fiber_pipe_read(fiber_pipe_t *pipe, void *buf, size_t len, size_t *done)
@@ -302,44 +365,15 @@ int fiber_pipe_read_until(fiber_pipe_t *pipe, void *buf, size_t len,
 	return read_until(pipe, buf, len, done, deadline);
 }
 
-/*
- * fiber_pipe_write - write the @len bytes at @buf into @pipe, waiting for
- * room as needed, and store in *@done how many got in (all of them on
- * success).
- * Context: fiber (parks) or any other thread (blocks).
- * Return: 0; EINVAL for NULL; EPIPE if the read end is closed, before or
- * while the caller waits; EBADF if the write end is.
- */
-static int write_until(fiber_pipe_t *pipe, const void *buf, size_t len,
-		       size_t *done, uint64_t deadline)
+/* write_locked - a write with @p->lock held, released here: serve the
+ * queued readers, then the ring, waiting for room as needed. */
+static fb_noinline int write_locked(struct fb_pipe *p, const unsigned char *src,
+				    size_t len, size_t *done, uint64_t deadline)
 {
-	struct fb_pipe *p = pipe;
-	const unsigned char *src = buf;
-	struct fb_waiter w, *rw;
+	struct fb_waiter w;
 	size_t n = 0;
 	int err = 0;
 
-	if (fb_unlikely(!p || !done || (!buf && len)))
-		return EINVAL;
-	err = fb_cancel_point();
-	if (err) {
-		*done = 0;
-		return err;
-	}
-	fb_spin_lock(&p->lock);
-	/* The ping-pong's case, straight: one queued reader takes it all
-	 * (queued readers mean an empty ring, so there is room). */
-	if (fb_likely(!p->write_closed && !p->read_closed) && len &&
-	    !fb_list_empty(&p->readers) && (rw = fb_waitq_pop(&p->readers))) {
-		n = feed_reader(rw, src, len);
-		if (n == len) {
-			if (p->count < p->capacity)
-				wake_writer(p);
-			fb_spin_unlock(&p->lock);
-			*done = n;
-			return 0;
-		}
-	}
 	for (;;) {
 		if (fb_unlikely(p->write_closed || p->read_closed)) {
 			err = p->write_closed ? EBADF : EPIPE;
@@ -368,6 +402,69 @@ static int write_until(fiber_pipe_t *pipe, const void *buf, size_t len,
 	fb_spin_unlock(&p->lock);
 	*done = n;
 	return err;
+}
+
+/* write_slow - a write that must pass a pending cancellation's check or
+ * wait for the lock. */
+static fb_noinline int write_slow(struct fb_pipe *p, const unsigned char *src,
+				  size_t len, size_t *done, uint64_t deadline)
+{
+	int err = fb_cancel_point();
+
+	if (err) {
+		*done = 0;
+		return err;
+	}
+	fb_spin_lock(&p->lock);
+	return write_locked(p, src, len, done, deadline);
+}
+
+/*
+ * fiber_pipe_write - write the @len bytes at @buf into @pipe, waiting for
+ * room as needed, and store in *@done how many got in (all of them on
+ * success).
+ * Context: fiber (parks) or any other thread (blocks).
+ * Return: 0; EINVAL for NULL; EPIPE if the read end is closed, before or
+ * while the caller waits; EBADF if the write end is.
+ * The ping-pong's case runs here without a stack frame: the lock taken at
+ * the first try (no cancellation pending), one queued reader that takes
+ * a short write whole (queued readers mean an empty ring, so there is
+ * room), no writer waiting; the reader is woken after the unlock
+ * (fb_waiter_wake_ret).  Everything else goes on in write_locked() or
+ * write_slow(), as tail calls.
+ */
+static fb_always_inline int write_until(fiber_pipe_t *pipe, const void *buf,
+					size_t len, size_t *done,
+					uint64_t deadline)
+{
+	struct fb_pipe *p = pipe;
+	const unsigned char *src = buf;
+	struct fb_waiter *rw;
+
+	if (fb_unlikely(!p || !done || (!buf && len)))
+		return EINVAL;
+	if (fb_unlikely(fb_load_relaxed(&fb_nr_cancels_pending) ||
+			!fb_spin_lock_once(&p->lock)))
+		return write_slow(p, src, len, done, deadline);
+	if (fb_likely(!p->write_closed && !p->read_closed && len - 1 < 16 &&
+		      !fb_list_empty_init(&p->readers) &&
+		      fb_list_empty_init(&p->writers))) {
+		struct read_req *rq;
+
+		rw = fb_container_of(p->readers.next, struct fb_waiter, node);
+		rq = (struct read_req *)rw->data;
+		if (fb_likely(rq->len >= len &&
+			      fb_waiter_claim(rw, FB_CLAIM_WOKEN))) {
+			fb_list_del(&rw->node);
+			copy_short(rq->buf, src, len);
+			rq->done = len;
+			rw->result = 0;
+			fb_spin_unlock(&p->lock);
+			*done = len;
+			return fb_waiter_wake_ret(rw, FB_WF_SYNC);
+		}
+	}
+	return write_locked(p, src, len, done, deadline);
 }
 
 int fiber_pipe_write(fiber_pipe_t *pipe, const void *buf, size_t len,

@@ -41,9 +41,10 @@
  * compiler barrier, and reports instead that it holds none: its counter
  * fb_topo_qs[id].ctr (its own cache line, written by it alone) grows by 2
  * at each scheduling point (schedule(), each turn of the idle loop and of
- * its poll loop).  The counter is odd while the worker is online and
- * awake, even while it is offline or in its idle sleep, where it may block
- * for ever without reporting anything.  Around that sleep
+ * its poll loop; the scheduler's runnext hand-off, at most 64 in a row,
+ * leaves it to the next switch).  The counter is odd while the worker is
+ * online and awake, even while it is offline or in its idle sleep, where
+ * it may block for ever without reporting anything.  Around that sleep
  * (fb_topo_worker_sleep/wake) it drops its flag and reads through
  * urcu-memb, because it handles timers and I/O events there.
  *
