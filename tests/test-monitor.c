@@ -128,6 +128,8 @@ static atomic_int sleeper_worker = -1, sleeper_armed_on = -1;
 static atomic_bool sleeper_woke;
 /* When the sleeper armed its timer and when the hog began to compute. */
 static _Atomic uint64_t sleeper_armed_ns, hog_started_ns;
+/* How long the sleeper sleeps: 10 ms, doubled at each retry (hog_round). */
+static _Atomic uint64_t sleeper_ns;
 
 static void *sleeper(void *arg)
 {
@@ -142,7 +144,7 @@ static void *sleeper(void *arg)
 	assert_int_equal(fiber_setaffinity(sizeof(all), &all), 0);
 	atomic_store(&sleeper_armed_on, fiber_current_worker());
 	atomic_store(&sleeper_armed_ns, now_ns());
-	fiber_sleep(10 * 1000 * 1000);
+	fiber_sleep(atomic_load(&sleeper_ns));
 	atomic_store(&sleeper_worker, fiber_current_worker());
 	atomic_store(&sleeper_woke, true);
 	return NULL;
@@ -172,13 +174,14 @@ static void *hog(void *arg)
 }
 
 /*
- * hog_round - one round of the scenario below, its report in *@err.
- * Returns whether the hog began computing at least 1 ms before the
+ * hog_round - round @round (from 1) of the scenario below, its report in
+ * *@err.  Returns whether the hog began computing at least 1 ms before the
  * sleeper's deadline: on a loaded host worker 0 may not run for 10 ms,
  * and then it fires the timer itself before the hog starts, which is no
- * stall.
+ * stall.  Each retry doubles the sleep, so that a loaded host (CI's
+ * parallel tests under ThreadSanitizer) gets the hog started in time.
  */
-static bool hog_round(char **err)
+static bool hog_round(int round, char **err)
 {
 	struct capture cap;
 	fiber_t s, h;
@@ -189,6 +192,7 @@ static bool hog_round(char **err)
 	setenv("LIBFIBER_STALL_MS", "100", 1);
 	capture_begin(&cap);
 	runtime_start(2);
+	atomic_store(&sleeper_ns, (10ull * 1000000) << (round - 1));
 	atomic_store(&sleeper_woke, false);
 	atomic_store(&hog_started_ns, 0);
 	s = spawn("sleeper", sleeper, NULL, 0);
@@ -204,7 +208,7 @@ static bool hog_round(char **err)
 	assert_int_equal(fiber_join(h, NULL), 0);
 	assert_int_equal(fiber_join(s, NULL), 0);
 	valid = atomic_load(&hog_started_ns) + 1000000 <
-		atomic_load(&sleeper_armed_ns) + 10 * 1000000;
+		atomic_load(&sleeper_armed_ns) + atomic_load(&sleeper_ns);
 	if (valid) {
 		assert_int_equal(fiber_stats_counter("stalls"), 1);
 		assert_true(fiber_stats_counter("stall_timers") >= 1);
@@ -231,7 +235,7 @@ test_monitor_hog_is_reported_and_its_sleeper_runs_elsewhere(void **state)
 		free(err);
 		if (++round > 5)
 			fail_msg("the hog never started before the deadline");
-	} while (!hog_round(&err));
+	} while (!hog_round(round, &err));
 	assert_int_equal(atomic_load(&sleeper_armed_on), 0);
 	assert_int_equal(atomic_load(&sleeper_worker), 1);
 #if defined(__SANITIZE_THREAD__)
