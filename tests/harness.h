@@ -37,4 +37,25 @@ static inline int stop_if_running(void **state)
 
 #define TEST(fn) cmocka_unit_test_teardown(fn, stop_if_running)
 
+/*
+ * CHILD_MAY_START_THREADS: whether the child of a fork() taken while the
+ * runtime's threads run may allocate and start a runtime of its own.
+ * Not under ThreadSanitizer, which refuses threads in such a child; nor
+ * under AddressSanitizer as GCC 12 ships it, whose allocator holds no
+ * lock across fork(): a worker refilling its cache at that instant
+ * leaves the size class locked in the child, and the child's first
+ * malloc of that size waits forever.  The plain and valgrind builds run
+ * these children in full.
+ */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define CHILD_MAY_START_THREADS 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define CHILD_MAY_START_THREADS 0
+#endif
+#endif
+#ifndef CHILD_MAY_START_THREADS
+#define CHILD_MAY_START_THREADS 1
+#endif
+
 #endif /* FB_TEST_HARNESS_H */

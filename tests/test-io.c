@@ -40,6 +40,8 @@
 
 #include <cmocka.h>
 
+#include "harness.h"
+
 #define MS 1000000ull
 #define NR_CLIENTS 1000
 #define ROUNDS 5
@@ -1097,19 +1099,6 @@ static void test_io_two_readers_of_one_fd_both_wake(void **state)
 	assert_int_equal(fiber_close(sp[0]), 0);
 	close(sp[1]);
 }
-
-/* ThreadSanitizer cannot start threads in the child of a multi-threaded
- * fork(). */
-#if defined(__SANITIZE_THREAD__)
-#define CHILD_MAY_START_THREADS 0
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CHILD_MAY_START_THREADS 0
-#endif
-#endif
-#ifndef CHILD_MAY_START_THREADS
-#define CHILD_MAY_START_THREADS 1
-#endif
 
 /*
  * A registered fd in a fork child: the child's runtime has its own epoll

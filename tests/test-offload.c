@@ -35,6 +35,8 @@
 
 #include <cmocka.h>
 
+#include "harness.h"
+
 #include "sched/sched.h"
 
 #define NR_HELPERS 2
@@ -364,17 +366,15 @@ static void test_offload_fork_child_makes_new_helpers(void **state)
 	f = spawn(plain_caller, &c); /* the parent has helpers now */
 	assert_int_equal(fiber_join(f, NULL), 0);
 	assert_int_equal(c.rc, 0);
-#if !defined(__SANITIZE_THREAD__)
-	pid = fork();
-	if (pid == 0)
-		_exit(child_offloads());
-	assert_true(pid > 0);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-#endif
-	(void)pid;
-	(void)st;
+	if (CHILD_MAY_START_THREADS) {
+		pid = fork();
+		if (pid == 0)
+			_exit(child_offloads());
+		assert_true(pid > 0);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
 	assert_int_equal(fiber_shutdown(), 0);
 }
 
@@ -499,19 +499,17 @@ static void test_offload_after_the_gate_closed_is_eshutdown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_offload_returns_the_result),
-		cmocka_unit_test(
-			test_offload_parallelism_is_bounded_by_the_pool),
-		cmocka_unit_test(test_offload_caller_worker_runs_other_fibers),
-		cmocka_unit_test(test_offload_cancel_takes_a_queued_call_back),
-		cmocka_unit_test(test_offload_cancel_waits_for_a_running_call),
-		cmocka_unit_test(test_offload_from_a_thread_runs_inline),
-		cmocka_unit_test(test_offload_shutdown_waits_for_running_calls),
-		cmocka_unit_test(test_offload_fork_child_makes_new_helpers),
-		cmocka_unit_test(test_getaddrinfo_results_and_errors),
-		cmocka_unit_test(
-			test_offload_after_the_gate_closed_is_eshutdown),
-		cmocka_unit_test(test_offload_helpers_are_named),
+		TEST(test_offload_returns_the_result),
+		TEST(test_offload_parallelism_is_bounded_by_the_pool),
+		TEST(test_offload_caller_worker_runs_other_fibers),
+		TEST(test_offload_cancel_takes_a_queued_call_back),
+		TEST(test_offload_cancel_waits_for_a_running_call),
+		TEST(test_offload_from_a_thread_runs_inline),
+		TEST(test_offload_shutdown_waits_for_running_calls),
+		TEST(test_offload_fork_child_makes_new_helpers),
+		TEST(test_getaddrinfo_results_and_errors),
+		TEST(test_offload_after_the_gate_closed_is_eshutdown),
+		TEST(test_offload_helpers_are_named),
 	};
 
 	setenv("LIBFIBER_OFFLOAD_THREADS", "2", 1);

@@ -295,11 +295,12 @@ static void *bouncer(void *arg)
 	return NULL;
 }
 
-static void test_pingpong_shares_the_worker(void **state)
+/* One 200 ms ping-pong on one worker; true if the shares came out as
+ * they should. */
+static bool bounce_round(int round)
 {
 	fiber_t f[2];
 
-	(void)state;
 	start(NULL, 1);
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(fiber_pipe_create(&bounce_pipe[i], 0), 0);
@@ -312,16 +313,27 @@ static void test_pingpong_shares_the_worker(void **state)
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(fiber_pipe_destroy(bounce_pipe[i]), 0);
 	stop();
-	print_message("# bouncers %lu %lu, worker %lu\n", bounce_util[0],
-		      bounce_util[1], bounce_worker_util);
+	fprintf(stderr, "# round %d: bouncers %lu %lu, worker %lu\n", round,
+		bounce_util[0], bounce_util[1], bounce_worker_util);
+	return bounce_util[0] + bounce_util[1] >= 400 &&
+	       bounce_worker_util >= 700;
+}
+
+static void test_pingpong_shares_the_worker(void **state)
+{
+	int round = 0;
+
+	(void)state;
 	/* A host that takes the worker's CPU away for milliseconds charges
 	 * whoever runs then, and a fiber's average is as old as its last
 	 * period boundary, so after such a gap at the end the halves, and
-	 * even their sum, can be far off; a fiber whose running went
-	 * unaccounted on the short way (nearly every hand-off here) leaves
-	 * next to nothing. */
-	assert_true(bounce_util[0] + bounce_util[1] >= 400);
-	assert_true(bounce_worker_util >= 700);
+	 * even their sum, can be far off: such a round is run again, up to
+	 * three times.  A fiber whose running went unaccounted on the short
+	 * way (nearly every hand-off here) leaves next to nothing in every
+	 * round. */
+	while (!bounce_round(round) && ++round < 3)
+		;
+	assert_true(round < 3);
 }
 
 /* ---- a fiber's share moves with it ---------------------------------------- */

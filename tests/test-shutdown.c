@@ -369,18 +369,8 @@ static void test_shutdown_create_and_join_race_with_it(void **state)
 
 /* ---- fork ---- */
 
-/* ThreadSanitizer cannot start threads in the child of a multi-threaded
- * fork(); under it the child checks everything but the fresh runtime. */
-#if defined(__SANITIZE_THREAD__)
-#define CHILD_MAY_START_THREADS 0
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CHILD_MAY_START_THREADS 0
-#endif
-#endif
-#ifndef CHILD_MAY_START_THREADS
-#define CHILD_MAY_START_THREADS 1
-#endif
+/* Where the child may not start threads (harness.h), it checks
+ * everything but the fresh runtime. */
 
 /* In the child: what a program does after fork() without exec. */
 static int child_uses_fibers(void)
