@@ -653,6 +653,85 @@ static void test_fiber_million_create_join_bounded_memory(void **state)
 	assert_int_equal(fiber_shutdown(), 0);
 }
 
+/*
+ * The exit hand-off (sched/fiber.c): a child joined by a fiber of its own
+ * worker switches straight to the joiner when it ends, two switches per
+ * create + join and no trip through the idle loop.  On one worker every
+ * join but those that meet a full runnext streak is handed off; a joiner
+ * that is a foreign thread is not, nor one whose worker has other fibers
+ * queued: a batch created before its joins runs back to back, and the
+ * joiner finds two children done for each of its wakeups.
+ */
+#define HANDOFF_FIBERS 2000L
+#define HANDOFF_BATCH 100L
+static void *create_join_loop(void *arg)
+{
+	long n = (long)arg, batch = n < 0 ? HANDOFF_BATCH : 1, bad = 0;
+	fiber_t f[HANDOFF_BATCH];
+
+	n = n < 0 ? -n : n;
+	for (long i = 0; i < n; i += batch) {
+		void *r = NULL;
+
+		for (long j = 0; j < batch; j++)
+			if (fiber_create(&f[j], NULL, ret_arg,
+					 (void *)(i + j + 1)))
+				bad++;
+		for (long j = 0; j < batch; j++)
+			if (fiber_join(f[j], &r) || r != (void *)(i + j + 1))
+				bad++;
+	}
+	return (void *)bad;
+}
+
+static void test_fiber_exit_hands_worker_to_joiner(void **state)
+{
+	long long handoffs, switches;
+	fiber_t f;
+	void *r;
+
+	(void)state;
+	assert_int_equal(start(1), 0);
+	fiber_stats_reset();
+	assert_int_equal(fiber_create(&f, NULL, create_join_loop,
+				      (void *)HANDOFF_FIBERS),
+			 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_int_equal((long)r, 0);
+	handoffs = fiber_stats_counter("exit_handoffs");
+	switches = fiber_stats_counter("switches");
+	/* At most one join in 32 meets the streak of 64 runnext hand-offs
+	 * (a create and an exit each count one); the loop's own fiber is
+	 * joined from this thread. */
+	if (handoffs < HANDOFF_FIBERS - HANDOFF_FIBERS / 16 ||
+	    handoffs > HANDOFF_FIBERS)
+		fail_msg("%lld exit hand-offs for %ld joins", handoffs,
+			 HANDOFF_FIBERS);
+	if (switches > 2 * HANDOFF_FIBERS + HANDOFF_FIBERS / 8)
+		fail_msg("%lld switches for %ld create + join", switches,
+			 HANDOFF_FIBERS);
+	/* A foreign joiner: the reap wakes it as before. */
+	fiber_stats_reset();
+	for (long i = 0; i < 100; i++) {
+		assert_int_equal(fiber_create(&f, NULL, ret_arg, (void *)i), 0);
+		assert_int_equal(fiber_join(f, &r), 0);
+		assert_ptr_equal(r, (void *)i);
+	}
+	assert_int_equal(fiber_stats_counter("exit_handoffs"), 0);
+	/* Batches: the children run back to back, three switches for two. */
+	fiber_stats_reset();
+	assert_int_equal(fiber_create(&f, NULL, create_join_loop,
+				      (void *)-HANDOFF_FIBERS),
+			 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_int_equal((long)r, 0);
+	switches = fiber_stats_counter("switches");
+	if (switches > 3 * HANDOFF_FIBERS / 2 + HANDOFF_FIBERS / 8)
+		fail_msg("%lld switches for %ld create + join in batches",
+			 switches, HANDOFF_FIBERS);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
 /* Worker threads are named fiber-w0, fiber-w1..., the names top -H, perf
  * and gdb's "info threads" show. */
 static void test_fiber_worker_threads_are_named(void **state)
@@ -704,6 +783,7 @@ int main(void)
 		TEST(test_fiber_recycled_descriptor_keeps_new_fiber_joinable),
 		TEST(test_fiber_stale_handle_probes_during_create_join),
 		cmocka_unit_test(test_fiber_million_create_join_bounded_memory),
+		TEST(test_fiber_exit_hands_worker_to_joiner),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -833,12 +833,42 @@ void fb_sched_migrate(void)
 	schedule_call(w, f, SCHED_MIGRATE);
 }
 
+bool fb_sched_handoff_ok(struct fb_worker *w, const struct fb_fiber *f)
+{
+	/* PARKED and off its stack: nobody runs it, and only the caller,
+	 * which claimed its wait, may wake it.  Only with nothing else
+	 * queued: fibers that wait in the queue (a batch created before
+	 * the joins) run first, and the reap's wake then lets the joiner
+	 * find several of them done at once. */
+	return !w->runnext && w->runnext_streak < FB_RUNNEXT_STREAK &&
+	       fb_load_relaxed(&w->pw.nr_running) <= 1 &&
+	       fb_load_acquire(&f->state) == FB_FIBER_PARKED &&
+	       !fb_load_acquire(&f->on_worker) &&
+	       fb_read_once(&f->pf.prev) == w->id &&
+	       f->epoch == fb_load_relaxed(&fb_rt_epoch);
+}
+
+void fb_sched_handoff(struct fb_worker *w, struct fb_fiber *f)
+{
+	int s = FB_FIBER_PARKED;
+
+	FB_BUG_ON(!fb_cas(&f->state, &s, FB_FIBER_RUNNABLE));
+	/* Not a wakeup by the counters: no placement was decided (README's
+	 * wakeups = wake_placements + wake_on_worker). */
+	FB_COUNT(w, exit_handoffs);
+	FB_PROBE(wake, f->id, w->id, w->id, 0, -1);
+	if (fb_unlikely(fb_trace_on))
+		fb_trace_wake_slow(w, f);
+	FB_BUG_ON(!set_runnext(w, f));
+}
+
 void fb_sched_exit(void)
 {
 	struct fb_worker *w = fb_worker_self();
 	struct fb_fiber *f = w->curr;
 
 	FB_COUNT(w, exits);
+	fb_fiber_exit_handoff(w, f);
 	fb_store_relaxed(&f->state, FB_FIBER_DEAD);
 	schedule_call(w, f, SCHED_EXIT);
 	fb_die(__FILE__, __LINE__, "a dead fiber was resumed");

@@ -20,6 +20,8 @@ FB_COUNTER(wake_early, "wakeups that caught the fiber before it parked")
 FB_COUNTER(wakelist_pushes, "wakeups handed off through a wakelist")
 FB_COUNTER(direct_enqueues, "wakeups enqueued under a remote run-queue lock")
 FB_COUNTER(local_enqueues, "wakeups enqueued on the waker's own worker")
+FB_COUNTER(exit_handoffs,
+	   "exits that handed their worker to their parked joiner (no wakeup)")
 FB_COUNTER(on_worker_waits,
 	   "wakers that waited for the wakee to leave its stack")
 FB_COUNTER(wake_on_worker,

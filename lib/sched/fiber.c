@@ -45,6 +45,38 @@ static void registry_del(struct fb_fiber *f)
 
 static void run_key_destructors(struct fb_fiber *f);
 
+/*
+ * The exit hand-off.  A fiber joined by a fiber of its own worker (create
+ * and join in one fiber, the commonest join) would otherwise die into the
+ * idle loop, which reaps it, wakes the joiner and switches again.  The
+ * dying fiber does the join handshake itself instead, under the slot
+ * lock as the reaper would, and makes the joiner its worker's runnext;
+ * its last switch goes to the joiner, whose finish_switch reaps the
+ * stack before the join returns.  Nothing else can reach @f meanwhile:
+ * its handle is retired, and the joiner, who frees it, does not run
+ * before that reap.  The joiner must be parked off its stack on this
+ * worker (fb_sched_handoff_ok), else the reap wakes it as before.
+ */
+void fb_fiber_exit_handoff(struct fb_worker *w, struct fb_fiber *f)
+{
+	struct fb_handle_slot *s = f->slot;
+	struct fb_waiter *joiner;
+
+	fb_spin_lock(&s->lock);
+	joiner = f->joiner;
+	if (!joiner || !joiner->fiber ||
+	    !fb_sched_handoff_ok(w, joiner->fiber) ||
+	    !fb_waiter_claim(joiner, FB_CLAIM_WOKEN)) {
+		fb_spin_unlock(&s->lock);
+		return;
+	}
+	f->exited = true; /* tells the reap that this is done */
+	fb_cancel_drop(f);
+	fb_handle_retire_locked(s);
+	fb_spin_unlock(&s->lock);
+	fb_sched_handoff(w, joiner->fiber);
+}
+
 void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 {
 	struct fb_handle_slot *s = f->slot;
@@ -54,6 +86,10 @@ void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 	registry_del(f);
 	fb_san_fiber_destroy(&f->san);
 	fb_stack_cache_put(&w->stacks, &f->stack);
+	if (f->exited) { /* fb_fiber_exit_handoff() did the rest */
+		fb_sched_fiber_reaped();
+		return;
+	}
 	fb_spin_lock(&s->lock);
 	f->exited = true;
 	fb_cancel_drop(f); /* fiber_cancel() says ESRCH from now on */

@@ -498,6 +498,24 @@ void fb_sched_migrate(void);
 void fb_sched_exit(void) __attribute__((noreturn));
 /* Called by a worker once it left a DEAD fiber's stack (api/fiber.c). */
 void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f);
+/*
+ * fb_fiber_exit_handoff - @f, the running fiber of @w, is about to die:
+ * if its joiner is a fiber parked on @w, do the join handshake now and
+ * make the joiner @w's runnext, so that the dying fiber's switch goes
+ * straight to it (sched/fiber.c).  Context: fiber @f, in fb_sched_exit().
+ */
+void fb_fiber_exit_handoff(struct fb_worker *w, struct fb_fiber *f);
+/*
+ * fb_sched_handoff_ok - may @w's running fiber, which is about to block
+ * or die, make @f @w's runnext: @f is PARKED and off its stack, last ran
+ * on @w, nothing else is queued on @w, and runnext is free with the
+ * streak allowing it.
+ * fb_sched_handoff - do it: @f passed fb_sched_handoff_ok() and the
+ * caller then claimed @f's wait, so nobody else wakes it.
+ * Context: worker @w, from its running fiber.
+ */
+bool fb_sched_handoff_ok(struct fb_worker *w, const struct fb_fiber *f);
+void fb_sched_handoff(struct fb_worker *w, struct fb_fiber *f);
 /* fb_fiber_registry_add - put NEW fiber @f on the live list of worker @t
  * (api/fiber.c).  Context: any thread; takes that worker's live_lock. */
 void fb_fiber_registry_add(struct fb_fiber *f, int t);
