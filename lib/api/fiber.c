@@ -310,11 +310,11 @@ static int join_until(fiber_t h, void **retval, uint64_t deadline)
 		/* The reaper retires the handle before it wakes us. */
 		fb_waiter_prepare(&w, FB_WAIT_JOIN | FB_WAIT_CANCELLABLE, f);
 		w.data = (uintptr_t)f->id; /* for the dump: @f may be freed */
-		f->joiner = &w;
+		fb_store_relaxed(&f->joiner, &w);
 		err = fb_waiter_wait_keep(&w, &s->lock, deadline);
 		if (err == ETIMEDOUT || err == ECANCELED) {
 			/* s->lock held, f alive: the reaper did not take us */
-			f->joiner = NULL;
+			fb_store_relaxed(&f->joiner, NULL);
 			f->join = FB_JOINABLE;
 			fb_spin_unlock(&s->lock);
 			if (err == ECANCELED)

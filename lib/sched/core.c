@@ -840,12 +840,13 @@ bool fb_sched_handoff_ok(struct fb_worker *w, const struct fb_fiber *f)
 	 * queued: fibers that wait in the queue (a batch created before
 	 * the joins) run first, and the reap's wake then lets the joiner
 	 * find several of them done at once. */
-	return !w->runnext && w->runnext_streak < FB_RUNNEXT_STREAK &&
-	       fb_load_relaxed(&w->pw.nr_running) <= 1 &&
-	       fb_load_acquire(&f->state) == FB_FIBER_PARKED &&
-	       !fb_load_acquire(&f->on_worker) &&
-	       fb_read_once(&f->pf.prev) == w->id &&
-	       f->epoch == fb_load_relaxed(&fb_rt_epoch);
+	if (w->runnext || w->runnext_streak >= FB_RUNNEXT_STREAK ||
+	    fb_load_relaxed(&w->pw.nr_running) > 1)
+		return false;
+	return !f || (fb_load_acquire(&f->state) == FB_FIBER_PARKED &&
+		      !fb_load_acquire(&f->on_worker) &&
+		      fb_read_once(&f->pf.prev) == w->id &&
+		      f->epoch == fb_load_relaxed(&fb_rt_epoch));
 }
 
 void fb_sched_handoff(struct fb_worker *w, struct fb_fiber *f)
@@ -898,6 +899,8 @@ int fb_sched_select_create(struct fb_fiber *f)
 	struct fb_place_view v;
 	int t;
 
+	if (fb_rt->nr_workers == 1) /* nothing to choose */
+		return 0;
 	fb_sched_view_enter(&v);
 	t = fb_place_select_create(&v, &f->pf, this ? this->id : -1, &info);
 	fb_sched_view_exit();
@@ -917,6 +920,10 @@ void fb_sched_enqueue_new(struct fb_fiber *f, int t)
 	if (fb_unlikely(fb_trace_on))
 		fb_trace_create_slow(this, f);
 	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
+	if (this && t == this->id) { /* no delivery path to choose */
+		enqueue(f, this, this);
+		return;
+	}
 	fb_sched_view_enter(&v);
 	deliver(&v, f, t, this);
 	fb_sched_view_exit();

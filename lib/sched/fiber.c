@@ -62,8 +62,12 @@ void fb_fiber_exit_handoff(struct fb_worker *w, struct fb_fiber *f)
 	struct fb_handle_slot *s = f->slot;
 	struct fb_waiter *joiner;
 
+	/* No joiner yet (detached, or joined later): the reap's business.
+	 * One that comes now finds the fiber not exited and waits for it. */
+	if (!fb_load_relaxed(&f->joiner) || !fb_sched_handoff_ok(w, NULL))
+		return;
 	fb_spin_lock(&s->lock);
-	joiner = f->joiner;
+	joiner = fb_load_relaxed(&f->joiner);
 	if (!joiner || !joiner->fiber ||
 	    !fb_sched_handoff_ok(w, joiner->fiber) ||
 	    !fb_waiter_claim(joiner, FB_CLAIM_WOKEN)) {
@@ -93,7 +97,7 @@ void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 	fb_spin_lock(&s->lock);
 	f->exited = true;
 	fb_cancel_drop(f); /* fiber_cancel() says ESRCH from now on */
-	joiner = f->joiner;
+	joiner = fb_load_relaxed(&f->joiner);
 	/* Claimed under the lock: a joiner that timed out leaves under it
 	 * (api/fiber.c), and then the fiber stays joinable. */
 	if (joiner && !fb_waiter_claim(joiner, FB_CLAIM_WOKEN))

@@ -79,7 +79,9 @@ struct fb_fiber {
 	uint8_t join;		     /* FB_JOINABLE...; handle slot lock */
 	bool exited;		     /* handle slot lock */
 	int live_worker;	     /* set at create, read at reap */
-	struct fb_waiter *joiner;    /* handle slot lock */
+	/* Written under the handle slot lock; peeked at without it at
+	 * exit (sched/fiber.c). */
+	struct fb_waiter *_Atomic joiner;
 
 	int fd_errno; /* errno of its last failed fd call (fiber_errno);
 			 the fiber itself */
@@ -509,7 +511,7 @@ void fb_fiber_exit_handoff(struct fb_worker *w, struct fb_fiber *f);
  * fb_sched_handoff_ok - may @w's running fiber, which is about to block
  * or die, make @f @w's runnext: @f is PARKED and off its stack, last ran
  * on @w, nothing else is queued on @w, and runnext is free with the
- * streak allowing it.
+ * streak allowing it (@f NULL: only the conditions on @w).
  * fb_sched_handoff - do it: @f passed fb_sched_handoff_ok() and the
  * caller then claimed @f's wait, so nobody else wakes it.
  * Context: worker @w, from its running fiber.
