@@ -76,6 +76,10 @@ FB_COUNTER(lb_pushes,
 	   "running fibers pushed to another worker (active balance)")
 FB_COUNTER(create_numa_imb,
 	   "creations kept local under an allowed NUMA imbalance")
+FB_COUNTER(create_affine,
+	   "creations kept on the worker of a creator alone there")
+FB_COUNTER(create_placed,
+	   "kept creations placed after all: their creator yielded first")
 FB_COUNTER(pelt_migrations,
 	   "fibers whose load moved here from another worker's sums")
 FB_COUNTER(blocked_decays, "decays of the worker's own blocked load")

@@ -413,6 +413,10 @@ struct fb_worker {
 	int bt_nr;
 	uintptr_t bt_pc[32];
 	struct fb_stack_cache stacks;
+	/* The fiber its running fiber created last and queued here for it
+	 * to block (doc/scheduler.md 1.4.6); a hint, maybe stale: checked
+	 * under rq_lock before use. */
+	struct fb_fiber *kept;
 	/* Unused: descriptors are cached with their handle slots
 	 * (sched/handle.c); sched/runtime.c still drains the empty list. */
 	uint64_t rng;		      /* per-worker PRNG state */
