@@ -81,15 +81,24 @@ void fb_fiber_exit_handoff(struct fb_worker *w, struct fb_fiber *f)
 	fb_sched_handoff(w, joiner->fiber);
 }
 
+/*
+ * The stack.  A descriptor released at once (detached, or its joiner is
+ * there) keeps its stack, which goes with it to the descriptor caches
+ * (sched/handle.c) and serves the next create that takes it: one cache
+ * operation instead of two per fiber.  A fiber that nobody joins yet
+ * gives its stack to this worker's stack cache, under the slot lock's
+ * protection: a join that comes once the lock is dropped may free the
+ * descriptor at once.
+ */
 void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 {
 	struct fb_handle_slot *s = f->slot;
+	struct fb_stack stack = { 0 };
 	struct fb_waiter *joiner;
 	bool free_it;
 
 	registry_del(f);
 	fb_san_fiber_destroy(&f->san);
-	fb_stack_cache_put(&w->stacks, &f->stack);
 	if (f->exited) { /* fb_fiber_exit_handoff() did the rest */
 		fb_sched_fiber_reaped();
 		return;
@@ -103,9 +112,15 @@ void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 	if (joiner && !fb_waiter_claim(joiner, FB_CLAIM_WOKEN))
 		joiner = NULL;
 	free_it = f->join == FB_DETACHED;
-	if (joiner || free_it)
+	if (joiner || free_it) {
 		fb_handle_retire_locked(s);
+	} else {
+		stack = f->stack;
+		f->stack.map = NULL;
+	}
 	fb_spin_unlock(&s->lock);
+	if (stack.map)
+		fb_stack_cache_put(&w->stacks, &stack);
 	fb_sched_fiber_reaped();
 	if (joiner)
 		fb_waiter_wake(joiner, 0);

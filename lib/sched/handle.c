@@ -59,7 +59,10 @@
  * slot and allocates).  So a batch of up to about a thousand fibers
  * created and then joined on one worker, or created on one worker and
  * reaped on another, calls no allocator.  A foreign thread takes from and
- * gives to the pool and the global list directly.
+ * gives to the pool and the global list directly.  A released descriptor
+ * may hold its last fiber's stack (sched/fiber.c): it keeps it in the
+ * caches and the pool, and gives it back (fb_stack_release) only when
+ * the descriptor itself is freed.
  *
  * The caches are indexed by worker id in a static array, not kept in
  * struct fb_worker, because workers are freed at fiber_shutdown and the
@@ -134,7 +137,7 @@ static struct fb_spinlock global_lock;
 static uint32_t global_head = FB_HANDLE_NONE; /* global_lock */
 static uint32_t nr_made; /* slots taken from the table so far; global_lock */
 /* The pool of released descriptors with their slots, via wl_next. */
-static struct fb_fiber *pool;	   /* global_lock */
+static struct fb_fiber *pool;	 /* global_lock */
 static _Atomic uint32_t pool_nr; /* global_lock; read unlocked as a hint */
 
 /* The slot at @i, which exists.  Relaxed: the caller got @i through a
@@ -292,6 +295,7 @@ static fb_noinline void spill_fibers(struct handle_cache *c)
 	for (; f; f = rest) {
 		rest = fb_load_relaxed(&f->wl_next);
 		i = fb_handle_index(f->self);
+		fb_stack_release(&f->stack);
 		fb_free(f);
 		slot_at(i)->next = first;
 		first = i;
@@ -329,6 +333,7 @@ static bool take_slot(struct handle_cache *c, uint32_t *i)
 		c->fibers = fb_load_relaxed(&f->wl_next);
 		c->nr_fibers--;
 		*i = fb_handle_index(f->self);
+		fb_stack_release(&f->stack);
 		fb_free(f);
 		return true;
 	}
@@ -351,13 +356,16 @@ static void put_slot(struct handle_cache *c, uint32_t i)
 	push_bare(c, i);
 }
 
-/* Zero @f and give it the free slot @s, whose index is @i. */
+/* Zero @f but its stack (a released descriptor may keep its last fiber's,
+ * sched/fiber.c) and give it the free slot @s, whose index is @i. */
 static struct fb_fiber *attach(struct fb_fiber *f, struct fb_handle_slot *s,
 			       uint32_t i)
 {
 	uintptr_t gen = fb_load_relaxed(&s->gen);
+	struct fb_stack stack = f->stack;
 
 	memset(f, 0, sizeof(*f));
+	f->stack = stack;
 	f->slot = s;
 	f->self = (fiber_t)(gen << FB_HANDLE_INDEX_BITS | i);
 	return f;
@@ -394,6 +402,7 @@ static fb_noinline struct fb_fiber *alloc_slow(struct handle_cache *c)
 		put_slot(c, i);
 		return NULL;
 	}
+	f->stack.map = NULL; /* no stack: attach() keeps what is there */
 	return attach(f, slot_at(i), i);
 }
 
@@ -433,6 +442,7 @@ static fb_noinline void free_foreign(struct fb_fiber *f)
 	fb_spin_unlock(&global_lock);
 	if (!f)
 		return;
+	fb_stack_release(&f->stack);
 	fb_free(f);
 	put_global(i, i);
 }

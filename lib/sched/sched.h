@@ -504,6 +504,10 @@ void fb_sched_migrate(void);
 void fb_sched_exit(void) __attribute__((noreturn));
 /* Called by a worker once it left a DEAD fiber's stack (api/fiber.c). */
 void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f);
+/* fb_stack_release - give stack @s back, if it is mapped: to the calling
+ * worker's cache, or unmapped on a foreign thread; @s is empty afterwards
+ * (sched/stack.c).  Context: any thread. */
+void fb_stack_release(struct fb_stack *s);
 /*
  * fb_fiber_exit_handoff - @f, the running fiber of @w, is about to die:
  * if its joiner is a fiber parked on @w, do the join handshake now and
