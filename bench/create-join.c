@@ -8,6 +8,12 @@
  * the cost of the runtime's own work: allocating (or reusing) the fiber and
  * its stack, placing it, the first switch into it, its exit and the join.
  *
+ * --wg: the fibers are created detached; each stores its argument in a
+ * slot and calls fiber_wg_done() on the batch's wait group, which the
+ * creator waits on once per batch before it checks the slots: the shape
+ * of Go's goroutines joined by a sync.WaitGroup (bench/peers/createjoin.go
+ * -mode wg).
+ *
  * The creator is either a fiber (--from fiber, the default: creation stays
  * inside the runtime, as in a server that starts a fiber per request), pinned
  * to worker 0, or the main thread (--from main: a foreign thread that blocks
@@ -54,6 +60,7 @@ struct options {
 	int from; /* index in from_names[] */
 	bool from_main;
 	bool park;
+	bool wg;
 	struct bench_common c;
 };
 
@@ -69,11 +76,58 @@ struct run {
 static fiber_sem_t park_sem;
 static atomic_ulong parked;
 
+/* --wg: a batch's detached fibers each store their argument in their
+ * slot and say they are done here. */
+static fiber_wg_t batch_wg;
+static uintptr_t *slots;
+
 const char bench_name[] = PROG;
 
 static void *child(void *arg)
 {
 	return arg;
+}
+
+static void *wg_child(void *arg)
+{
+	uintptr_t i = (uintptr_t)arg;
+
+	slots[i] = i;
+	fiber_wg_done(&batch_wg);
+	return NULL;
+}
+
+/* --wg: create @nr detached fibers, @batch at a time, and wait for each
+ * batch with one wait group, as Go's sync.WaitGroup.  Exits on any
+ * error. */
+static void create_wait(struct run *r, unsigned long nr)
+{
+	unsigned long done, i, n;
+	fiber_attr_t attr;
+	fiber_t f;
+	int err;
+
+	fiber_attr_init(&attr);
+	fiber_attr_setdetachstate(&attr, FIBER_CREATE_DETACHED);
+	for (done = 0; done < nr; done += n) {
+		n = nr - done < r->o->batch ? nr - done : r->o->batch;
+		fiber_wg_add(&batch_wg, (int)n);
+		for (i = 0; i < n; i++) {
+			err = fiber_create(&f, &attr, wg_child,
+					   (void *)(uintptr_t)i);
+			if (err)
+				bench_die("fiber_create (fiber %lu): %s",
+					  done + i, strerror(err));
+		}
+		err = fiber_wg_wait(&batch_wg);
+		if (err)
+			bench_die("fiber_wg_wait: %s", strerror(err));
+		for (i = 0; i < n; i++)
+			if (slots[i] != i)
+				bench_die("fiber %lu left %lu in its slot",
+					  done + i, (unsigned long)slots[i]);
+	}
+	fiber_attr_destroy(&attr);
 }
 
 /* Create and join @nr fibers, @batch at a time.  Exits on any error. */
@@ -172,9 +226,15 @@ static void *creator(void *arg)
 		park_run(r);
 		return NULL;
 	}
-	create_join(r, warmup ? warmup : 1);
-	start = bench_now_ns();
-	create_join(r, r->o->fibers);
+	if (r->o->wg) {
+		create_wait(r, warmup ? warmup : 1);
+		start = bench_now_ns();
+		create_wait(r, r->o->fibers);
+	} else {
+		create_join(r, warmup ? warmup : 1);
+		start = bench_now_ns();
+		create_join(r, r->o->fibers);
+	}
 	r->elapsed_ns = bench_now_ns() - start;
 	return NULL;
 }
@@ -223,8 +283,9 @@ static void print_result(const struct options *o, const struct run *r,
 	}
 	/* No tool to imitate: --format compat prints the table. */
 	if (o->c.format != BENCH_FORMAT_JSON) {
-		printf("create-join: from %s, batch %lu, features: %s\n", from,
-		       o->batch, features);
+		printf("create-join: from %s, batch %lu%s, features: %s\n",
+		       from, o->batch, o->wg ? " (detached, a wait group)" : "",
+		       features);
 		printf("%7s %10s %12s %12s\n", "workers", "fibers", "ns/fiber",
 		       "fibers/s");
 		printf("%7u %10lu %12.1f %12.0f\n", o->c.workers, o->fibers, ns,
@@ -237,6 +298,7 @@ static void print_result(const struct options *o, const struct run *r,
 	bench_json_uint("workers", o->c.workers);
 	bench_json_uint("fibers", o->fibers);
 	bench_json_uint("batch", o->batch);
+	bench_json_str("join", o->wg ? "wg" : "join");
 	bench_json_metrics();
 	bench_json_double("ns_per_fiber", ns);
 	bench_json_double("fibers_per_sec", rate);
@@ -269,6 +331,10 @@ static void parse_args(int argc, char **argv, struct options *o)
 		BENCH_CHOICE(0, "from", "fiber|main", &o->from, from_names,
 			     "who creates: a fiber pinned to worker 0, or\n"
 			     "the main thread"),
+		BENCH_FLAG(0, "wg", &o->wg,
+			   "create the fibers detached and wait for\n"
+			   "each batch with one fiber_wg_t, as Go's\n"
+			   "sync.WaitGroup, instead of joining them"),
 		BENCH_FLAG(0, "park", &o->park,
 			   "create all N, each parks on a semaphore;\n"
 			   "report creation time and RSS per parked\n"
@@ -297,11 +363,14 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &o);
 	r = (struct run){ .o = &o };
 	r.handles = calloc(o.batch, sizeof(*r.handles));
-	if (!r.handles)
+	slots = calloc(o.batch, sizeof(*slots));
+	if (!r.handles || !slots)
 		bench_die("out of memory for a batch of %lu", o.batch);
 	features = bench_start_runtime(o.c.workers, o.c.features);
 	if (o.park && fiber_sem_init(&park_sem, 0))
 		bench_die("fiber_sem_init failed");
+	if (o.wg && fiber_wg_init(&batch_wg))
+		bench_die("fiber_wg_init failed");
 	if (o.from_main)
 		creator(&r);
 	else
@@ -312,5 +381,6 @@ int main(int argc, char **argv)
 	print_result(&o, &r, features);
 	free(features);
 	free(r.handles);
+	free(slots);
 	return 0;
 }

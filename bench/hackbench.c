@@ -88,14 +88,16 @@ struct options {
 	struct bench_common c;
 };
 
-struct member;
+struct run;
 
-/* How members talk: fiber pipes or OS pipes.  Both return 0 or an errno. */
+/* How members talk: fiber pipes or OS pipes, named by their index in the
+ * run (group * fds + receiver).  Both return 0 or an errno. */
 struct transport {
-	const char *mode;
-	int (*send)(struct member *m, unsigned long to, const void *buf);
+	int (*send)(const struct run *run, unsigned long pipe, const void *buf,
+		    size_t len);
 	/* Reads up to @len bytes into @buf, *@got of them; 0 at end of file. */
-	int (*recv)(struct member *m, void *buf, size_t len, size_t *got);
+	int (*recv)(const struct run *run, unsigned long pipe, void *buf,
+		    size_t len, size_t *got);
 	void (*gate)(void);
 };
 
@@ -104,7 +106,6 @@ struct transport {
  * main after the join; the pipes belong to the run.
  */
 struct member {
-	const struct transport *tp;
 	const struct options *o;
 	struct run *run;
 	unsigned long group;
@@ -143,23 +144,20 @@ static unsigned long pipe_of(const struct member *m, unsigned long receiver)
 
 /* Fiber transport. */
 
-static int fpipe_send(struct member *m, unsigned long to, const void *buf)
+static int fpipe_send(const struct run *run, unsigned long pipe,
+		      const void *buf, size_t len)
 {
 	size_t done = 0;
-	int err;
+	int err = fiber_pipe_write(run->fpipe[pipe], buf, len, &done);
 
-	err = fiber_pipe_write(m->run->fpipe[pipe_of(m, to)], buf,
-			       m->o->datasize, &done);
-	if (!err && done != m->o->datasize)
-		err = EIO;
-	return err;
+	return !err && done != len ? EIO : err;
 }
 
-static int fpipe_recv(struct member *m, void *buf, size_t len, size_t *got)
+static int fpipe_recv(const struct run *run, unsigned long pipe, void *buf,
+		      size_t len, size_t *got)
 {
 	*got = 0;
-	return fiber_pipe_read(m->run->fpipe[pipe_of(m, m->index)], buf, len,
-			       got);
+	return fiber_pipe_read(run->fpipe[pipe], buf, len, got);
 }
 
 static void fiber_wait_gate(void)
@@ -168,7 +166,6 @@ static void fiber_wait_gate(void)
 }
 
 static const struct transport fiber_transport = {
-	.mode = "fiber",
 	.send = fpipe_send,
 	.recv = fpipe_recv,
 	.gate = fiber_wait_gate,
@@ -176,24 +173,26 @@ static const struct transport fiber_transport = {
 
 /* Thread transport: blocking write(2) and read(2) on OS pipes. */
 
-static int os_send(struct member *m, unsigned long to, const void *buf)
+static int os_send(const struct run *run, unsigned long pipe, const void *buf,
+		   size_t len)
 {
 	ssize_t n;
 
 	do
-		n = write(m->run->fd[pipe_of(m, to)][1], buf, m->o->datasize);
+		n = write(run->fd[pipe][1], buf, len);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno;
-	return (size_t)n == m->o->datasize ? 0 : EIO;
+	return (size_t)n == len ? 0 : EIO;
 }
 
-static int os_recv(struct member *m, void *buf, size_t len, size_t *got)
+static int os_recv(const struct run *run, unsigned long pipe, void *buf,
+		   size_t len, size_t *got)
 {
 	ssize_t n;
 
 	do
-		n = read(m->run->fd[pipe_of(m, m->index)][0], buf, len);
+		n = read(run->fd[pipe][0], buf, len);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno;
@@ -207,62 +206,83 @@ static void os_wait_gate(void)
 }
 
 static const struct transport thread_transport = {
-	.mode = "threads",
 	.send = os_send,
 	.recv = os_recv,
 	.gate = os_wait_gate,
 };
 
-/* The members, common to both transports. */
+/*
+ * The members, common to both transports.  Inline, and instantiated once
+ * per transport below, so that a message costs a direct call of the
+ * transport, with the member's constants in registers: the figure is the
+ * runtime's, not this loop's.
+ */
 
-static void *sender(void *arg)
+static inline void send_all(struct member *m, const struct transport *tp)
 {
-	struct member *m = arg;
+	const struct run *run = m->run;
+	unsigned long i, r, fds = m->o->fds, loops = m->o->loops;
+	unsigned long first = pipe_of(m, 0);
+	unsigned long long sent = 0;
+	size_t len = m->o->datasize;
 	char buf[DATASIZE_MAX];
-	unsigned long i, r;
 	int err = 0;
 
-	memset(buf, 's', m->o->datasize);
-	m->tp->gate();
+	memset(buf, 's', len);
+	tp->gate();
 	m->start_ns = bench_now_ns();
-	for (i = 0; i < m->o->loops && !err; i++) {
-		for (r = 0; r < m->o->fds && !err; r++) {
-			err = m->tp->send(m, r, buf);
-			if (!err)
-				m->moved++;
+	for (i = 0; i < loops && !err; i++) {
+		for (r = 0; r < fds; r++) {
+			err = tp->send(run, first + r, buf, len);
+			if (err)
+				break;
+			sent++;
 		}
 	}
 	m->end_ns = bench_now_ns();
+	m->moved = sent;
 	m->err = err;
-	return NULL;
 }
 
-static void *receiver(void *arg)
+static inline void recv_all(struct member *m, const struct transport *tp)
 {
-	struct member *m = arg;
-	unsigned long long want;
+	const struct run *run = m->run;
+	unsigned long pipe = pipe_of(m, m->index);
+	unsigned long long want, got_all = 0;
+	size_t got = 0, len = m->o->datasize;
 	char buf[DATASIZE_MAX];
-	size_t got;
 	int err = 0;
 
-	want = (unsigned long long)m->o->fds * m->o->loops * m->o->datasize;
-	m->tp->gate();
+	want = (unsigned long long)m->o->fds * m->o->loops * len;
+	tp->gate();
 	m->start_ns = bench_now_ns();
-	while (m->moved < want) {
-		err = m->tp->recv(m, buf, m->o->datasize, &got);
+	while (got_all < want) {
+		err = tp->recv(run, pipe, buf, len, &got);
 		if (!err && !got)
 			err = EPIPE;
 		if (err)
 			break;
-		m->moved += got;
+		got_all += got;
 	}
 	m->end_ns = bench_now_ns();
+	m->moved = got_all;
 	m->err = err;
-	return NULL;
 }
 
-static void run_setup(const struct options *o, struct run *run,
-		      const struct transport *tp)
+/* The members' entry points, a sender and a receiver per transport. */
+#define MEMBER(name, all, tp)                                                  \
+	static void *name(void *arg)                                           \
+	{                                                                      \
+		all(arg, &tp);                                                 \
+		return NULL;                                                   \
+	}
+MEMBER(fiber_sender, send_all, fiber_transport)
+MEMBER(fiber_receiver, recv_all, fiber_transport)
+MEMBER(thread_sender, send_all, thread_transport)
+MEMBER(thread_receiver, recv_all, thread_transport)
+#undef MEMBER
+
+static void run_setup(const struct options *o, struct run *run)
 {
 	unsigned long i, nr_pipes = o->groups * o->fds;
 	struct member *m;
@@ -275,7 +295,6 @@ static void run_setup(const struct options *o, struct run *run,
 		bench_die("out of memory for %lu members", run->nr);
 	for (i = 0; i < run->nr; i++) {
 		m = &run->member[i];
-		m->tp = tp;
 		m->o = o;
 		m->run = run;
 		m->group = (i % nr_pipes) / o->fds;
@@ -418,7 +437,7 @@ static void run_fibers(const struct options *o, struct result *r)
 
 	spinners_start(&sp, o->spinners);
 	counters_read(c0);
-	run_setup(o, &run, &fiber_transport);
+	run_setup(o, &run);
 	f = calloc(run.nr, sizeof(*f));
 	if (!f)
 		bench_die("out of memory for %lu fibers", run.nr);
@@ -431,7 +450,8 @@ static void run_fibers(const struct options *o, struct result *r)
 	for (i = 0; i < run.nr; i++) {
 		member_attr(o, i, run.nr, &a);
 		err = fiber_create(&f[i], &a,
-				   i < run.nr / 2 ? receiver : sender,
+				   i < run.nr / 2 ? fiber_receiver :
+						    fiber_sender,
 				   &run.member[i]);
 		if (err)
 			bench_die("fiber_create: %s", strerror(err));
@@ -464,7 +484,7 @@ static void run_threads(const struct options *o, struct result *r)
 	pthread_t *t;
 	int err;
 
-	run_setup(o, &run, &thread_transport);
+	run_setup(o, &run);
 	t = calloc(run.nr, sizeof(*t));
 	if (!t)
 		bench_die("out of memory for %lu threads", run.nr);
@@ -479,7 +499,8 @@ static void run_threads(const struct options *o, struct result *r)
 	pthread_attr_setstacksize(&attr, 64 * 1024);
 	for (i = 0; i < run.nr; i++) {
 		err = pthread_create(&t[i], &attr,
-				     i < run.nr / 2 ? receiver : sender,
+				     i < run.nr / 2 ? thread_receiver :
+						      thread_sender,
 				     &run.member[i]);
 		if (err)
 			bench_die("pthread_create: %s", strerror(err));

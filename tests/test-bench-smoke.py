@@ -217,6 +217,13 @@ def schbench_counts_and_percentiles():
 def create_join_record():
     recs = records(bench("create-join", "--fibers", "1000", "--json"))
     assert recs[0]["metrics"]["fibers_per_sec"] > 0, recs
+    assert recs[0]["params"]["join"] == "join", recs
+    # --wg: detached fibers and a wait group per batch; the slots they
+    # fill are checked by the benchmark itself (exit 1 on a wrong one).
+    recs = records(bench("create-join", "--fibers", "1000", "--batch",
+                         "100", "--wg", "--workers", "2", "--json"))
+    assert recs[0]["metrics"]["fibers_per_sec"] > 0, recs
+    assert recs[0]["params"]["join"] == "wg", recs
 
 
 @test

@@ -653,6 +653,211 @@ static void test_fiber_million_create_join_bounded_memory(void **state)
 	assert_int_equal(fiber_shutdown(), 0);
 }
 
+/*
+ * The exit hand-off (sched/fiber.c): a child joined by a fiber of its own
+ * worker switches straight to the joiner when it ends, two switches per
+ * create + join and no trip through the idle loop.  On one worker every
+ * join but those that meet a full runnext streak is handed off; a joiner
+ * that is a foreign thread is not, nor one whose worker has other fibers
+ * queued: a batch created before its joins runs back to back, and the
+ * joiner finds two children done for each of its wakeups.
+ */
+#define HANDOFF_FIBERS 2000L
+#define HANDOFF_BATCH 100L
+static void *create_join_loop(void *arg)
+{
+	long n = (long)arg, batch = n < 0 ? HANDOFF_BATCH : 1, bad = 0;
+	fiber_t f[HANDOFF_BATCH];
+
+	n = n < 0 ? -n : n;
+	for (long i = 0; i < n; i += batch) {
+		void *r = NULL;
+
+		for (long j = 0; j < batch; j++)
+			if (fiber_create(&f[j], NULL, ret_arg,
+					 (void *)(i + j + 1)))
+				bad++;
+		for (long j = 0; j < batch; j++)
+			if (fiber_join(f[j], &r) || r != (void *)(i + j + 1))
+				bad++;
+	}
+	return (void *)bad;
+}
+
+static void test_fiber_exit_hands_worker_to_joiner(void **state)
+{
+	long long handoffs, switches;
+	fiber_t f;
+	void *r;
+
+	(void)state;
+	assert_int_equal(start(1), 0);
+	fiber_stats_reset();
+	assert_int_equal(fiber_create(&f, NULL, create_join_loop,
+				      (void *)HANDOFF_FIBERS),
+			 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_int_equal((long)r, 0);
+	handoffs = fiber_stats_counter("exit_handoffs");
+	switches = fiber_stats_counter("switches");
+	/* At most one join in 32 meets the streak of 64 runnext hand-offs
+	 * (a create and an exit each count one); the loop's own fiber is
+	 * joined from this thread. */
+	if (handoffs < HANDOFF_FIBERS - HANDOFF_FIBERS / 16 ||
+	    handoffs > HANDOFF_FIBERS)
+		fail_msg("%lld exit hand-offs for %ld joins", handoffs,
+			 HANDOFF_FIBERS);
+	if (switches > 2 * HANDOFF_FIBERS + HANDOFF_FIBERS / 8)
+		fail_msg("%lld switches for %ld create + join", switches,
+			 HANDOFF_FIBERS);
+	/* A foreign joiner: the reap wakes it as before. */
+	fiber_stats_reset();
+	for (long i = 0; i < 100; i++) {
+		assert_int_equal(fiber_create(&f, NULL, ret_arg, (void *)i), 0);
+		assert_int_equal(fiber_join(f, &r), 0);
+		assert_ptr_equal(r, (void *)i);
+	}
+	assert_int_equal(fiber_stats_counter("exit_handoffs"), 0);
+	/* Batches: the children run back to back, three switches for two. */
+	fiber_stats_reset();
+	assert_int_equal(fiber_create(&f, NULL, create_join_loop,
+				      (void *)-HANDOFF_FIBERS),
+			 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_int_equal((long)r, 0);
+	switches = fiber_stats_counter("switches");
+	if (switches > 3 * HANDOFF_FIBERS / 2 + HANDOFF_FIBERS / 8)
+		fail_msg("%lld switches for %ld create + join in batches",
+			 switches, HANDOFF_FIBERS);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
+/*
+ * CREATE_AFFINE (doc/scheduler.md 1.4.6) on two workers of one LLC: a
+ * fiber that creates and joins at once keeps its children on its own
+ * worker, so a create + join costs no wakelist push, no remote enqueue
+ * and no futex wake of the other, idle, worker; the children run where
+ * the creator is.  A spawner that creates several fibers before it
+ * blocks keeps only the first: the next ones are placed as before, and
+ * the idle worker gets some.  A creator that yields instead of blocking
+ * has its child placed at the yield.
+ */
+#define AFFINE_FIBERS 2000
+static int child_worker[AFFINE_FIBERS];
+static fiber_sem_t spawn_gate;
+
+static void *note_worker(void *arg)
+{
+	__atomic_store_n(&child_worker[(long)arg], fiber_current_worker(),
+			 __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *park_noting_worker(void *arg)
+{
+	child_worker[(long)arg] = fiber_current_worker();
+	fiber_sem_wait(&spawn_gate);
+	return NULL;
+}
+
+static void *affine_creator(void *arg)
+{
+	long n = (long)arg, bad = 0, here = fiber_current_worker();
+	fiber_t f[8];
+
+	if (n < 0) { /* create, then yield until the child ran */
+		child_worker[0] = -1;
+		if (fiber_create(&f[0], NULL, note_worker, (void *)0L))
+			return (void *)1L;
+		while (__atomic_load_n(&child_worker[0], __ATOMIC_ACQUIRE) < 0)
+			fiber_yield();
+		return (void *)(long)fiber_join(f[0], NULL);
+	}
+	if (n > 0) {
+		for (long i = 0; i < n; i++)
+			if (fiber_create(&f[0], NULL, note_worker, (void *)i) ||
+			    fiber_join(f[0], NULL))
+				bad++;
+		for (long i = 0; i < n; i++)
+			bad += child_worker[i] != here;
+		return (void *)bad;
+	}
+	for (long i = 0; i < 8; i++)
+		if (fiber_create(&f[i], NULL, park_noting_worker, (void *)i))
+			bad++;
+	for (long i = 0; i < 8; i++)
+		fiber_sem_post(&spawn_gate);
+	for (long i = 0; i < 8; i++)
+		if (fiber_join(f[i], NULL))
+			bad++;
+	return (void *)bad;
+}
+
+static void test_fiber_create_affine_costs_no_wakeup(void **state)
+{
+	struct fiber_config c = { 0 };
+	long long pushes, remote, futex;
+	fiber_workerset_t w0;
+	fiber_attr_t a;
+	fiber_t f;
+	void *r;
+
+	(void)state;
+	c.workers = 2;
+	c.topology = "pack:1 l3:1 core:2 pu:1";
+	assert_int_equal(fiber_init(&c), 0);
+	assert_int_equal(fiber_sem_init(&spawn_gate, 0), 0);
+	fiber_workerset_zero(&w0);
+	fiber_workerset_add(&w0, 0);
+	assert_int_equal(fiber_attr_init(&a), 0);
+	assert_int_equal(fiber_attr_setaffinity(&a, sizeof(w0), &w0), 0);
+	/* Let the start-up settle: worker 1 has nothing to run. */
+	assert_int_equal(fiber_create(&f, &a, affine_creator, (void *)10L), 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	fiber_stats_reset();
+	assert_int_equal(fiber_create(&f, &a, affine_creator,
+				      (void *)(long)AFFINE_FIBERS),
+			 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	pushes = fiber_stats_counter("wakelist_pushes");
+	remote = fiber_stats_counter("direct_enqueues");
+	futex = fiber_stats_counter("futex_wakes");
+	/* The foreign join of the creator is the one wake each way; a
+	 * child waits in the creator's run queue, where the idle worker may
+	 * steal it, once a millisecond at most, while it still polls. */
+	if (fiber_stats_counter("create_affine") < AFFINE_FIBERS * 15 / 16 ||
+	    (long)r > AFFINE_FIBERS / 16 ||
+	    pushes + remote > 2 + AFFINE_FIBERS / 16 ||
+	    futex > 2 + AFFINE_FIBERS / 16)
+		fail_msg("%d create + join: %lld held, %ld away, %lld pushes, "
+			 "%lld remote enqueues, %lld futex wakes",
+			 AFFINE_FIBERS, fiber_stats_counter("create_affine"),
+			 (long)r, pushes, remote, futex);
+	/* The spawner: one kept (more if the idle worker steals from the
+	 * creator's queue meanwhile), the rest spread. */
+	fiber_stats_reset();
+	assert_int_equal(fiber_create(&f, &a, affine_creator, (void *)0L), 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_int_equal((long)r, 0);
+	assert_true(fiber_stats_counter("create_affine") >= 1);
+	assert_true(fiber_stats_counter("create_affine") < 8);
+	for (int i = 0; i < 8; i++)
+		r = child_worker[i] == 1 ? (void *)1 : r;
+	assert_ptr_equal(r, (void *)1);
+	/* A creator that yields is no creator that blocks: its child is
+	 * placed at the yield, on the idle worker. */
+	fiber_stats_reset();
+	assert_int_equal(fiber_create(&f, &a, affine_creator, (void *)-1L), 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_int_equal((long)r, 0);
+	assert_int_equal(child_worker[0], 1);
+	assert_true(fiber_stats_counter("create_placed") +
+			    fiber_stats_counter("steals") >=
+		    1);
+	assert_int_equal(fiber_attr_destroy(&a), 0);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
 /* Worker threads are named fiber-w0, fiber-w1..., the names top -H, perf
  * and gdb's "info threads" show. */
 static void test_fiber_worker_threads_are_named(void **state)
@@ -704,6 +909,8 @@ int main(void)
 		TEST(test_fiber_recycled_descriptor_keeps_new_fiber_joinable),
 		TEST(test_fiber_stale_handle_probes_during_create_join),
 		cmocka_unit_test(test_fiber_million_create_join_bounded_memory),
+		TEST(test_fiber_exit_hands_worker_to_joiner),
+		TEST(test_fiber_create_affine_costs_no_wakeup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -148,7 +148,7 @@ static const char *all_off =
 	"NO_SIS_UTIL NO_SIS_CORE_LIMIT NO_SIS_CORE_FULL NO_TTWU_QUEUE "
 	"NO_TTWU_QUEUE_IDLE NO_ASYM_PACKING NO_NUMA_IMB NO_NUMA_IMB_AFFINITY "
 	"NO_BLOCKED_LOAD_RATELIMIT NO_NI_RANDOM NO_WA_IDLE NO_WA_WEIGHT "
-	"NO_WA_BIAS";
+	"NO_WA_BIAS NO_CREATE_AFFINE";
 
 static void test_invariant_no_fiber_on_two_workers_defaults(void **state)
 {

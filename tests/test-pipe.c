@@ -190,13 +190,18 @@ static void test_pipe_odd_capacity_wraps_correctly(void **state)
 
 /* Writes and reads of 1 to 20 bytes, each size across the short copies'
  * bounds (4, 8, 16), straight into a queued reader and through a ring
- * whose prime capacity splits them at every offset. */
+ * whose prime capacity splits them at every offset; then of 1 to 140
+ * bytes, across the bounds of the copies by 16-byte blocks (32, 64,
+ * 128), through a prime ring of 257. */
 static void test_pipe_short_chunks_arrive_intact(void **state)
 {
 	(void)state;
 	run_stream_chunks(1, 0, 1 << 20, 20);
 	run_stream_chunks(1, 31, 1 << 20, 20);
 	run_stream_chunks(2, 31, 256 << 10, 20);
+	run_stream_chunks(1, 0, 4 << 20, 140);
+	run_stream_chunks(1, 257, 4 << 20, 140);
+	run_stream_chunks(2, 257, 1 << 20, 140);
 }
 
 /* ---- EOF, partial reads, errors ---- */

@@ -350,6 +350,44 @@ static void test_place_create_goes_to_idle_llc(void **state)
 	sim_close(&s);
 }
 
+/*
+ * CREATE_AFFINE (doc/scheduler.md 1.4.6) on S2: the creator on worker 0 is
+ * alone there (nr_running 1) while 1..7 idle: keep the new fiber on 0,
+ * where select_create would have spread it.  Not with a second runnable
+ * fiber on 0, a handoff in flight, a foreign creator, a fiber that may
+ * not run on 0, or the flag off.
+ */
+static void test_place_create_affine_for_a_lone_creator(void **state)
+{
+	cpu_set_t *m = sim_mask(3, 4, -1);
+	struct sim s;
+	struct fb_pfiber f, g;
+
+	(void)state;
+	sim_open(&s, "pack:1 l3:1 core:8 pu:1", false, 0);
+	sim_fiber(&f, NULL);
+	sim_fiber(&g, m);
+	sim_set(&s, 0, 1);
+	assert_true(fb_place_create_affine(&s.v, &f, 0));
+	assert_int_not_equal(fb_place_select_create(&s.v, &f, 0, NULL), 0);
+	assert_false(fb_place_create_affine(&s.v, &f, -1));
+	assert_false(fb_place_create_affine(&s.v, &g, 0));
+	assert_true(fb_place_create_affine(&s.v, &g, 3));
+	/* a creator's worker that had nothing at the last snapshot */
+	sim_set(&s, 0, 0);
+	assert_true(fb_place_create_affine(&s.v, &f, 0));
+	sim_set(&s, 0, 2);
+	assert_false(fb_place_create_affine(&s.v, &f, 0));
+	sim_set(&s, 0, 1);
+	s.pw[0].ttwu_pending = 1;
+	assert_false(fb_place_create_affine(&s.v, &f, 0));
+	s.pw[0].ttwu_pending = 0;
+	sim_features(0, FB_FEAT_BIT(CREATE_AFFINE));
+	assert_false(fb_place_create_affine(&s.v, &f, 0));
+	sim_close(&s);
+	CPU_FREE(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -374,6 +412,7 @@ int main(void)
 		cmocka_unit_test(test_place_create_goes_to_idle_llc),
 		cmocka_unit_test(
 			test_place_create_foreign_round_robin_is_per_view),
+		cmocka_unit_test(test_place_create_affine_for_a_lone_creator),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

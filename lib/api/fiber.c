@@ -141,10 +141,17 @@ static int stack_get(struct fb_fiber *f, size_t size, int t)
 {
 	struct fb_worker *w = fb_worker_self();
 	int node = fb_runtime_worker_node(t);
+	/* The per-worker caches serve only stacks of the creator's node. */
+	bool cached = w && w->node == node && !fb_fault_armed();
 
-	/* The per-worker cache serves only stacks of the creator's node. */
-	if (w && w->node == node && !fb_fault_armed() &&
-	    fb_stack_cache_get(&w->stacks, size, &f->stack))
+	/* A reused descriptor may bring its last fiber's stack along
+	 * (sched/fiber.c). */
+	if (f->stack.map) {
+		if (cached && fb_stack_fits(&f->stack, size))
+			return 0;
+		fb_stack_release(&f->stack);
+	}
+	if (cached && fb_stack_cache_get(&w->stacks, size, &f->stack))
 		return 0;
 	return fb_stack_map(&f->stack, size, node);
 }
@@ -310,11 +317,11 @@ static int join_until(fiber_t h, void **retval, uint64_t deadline)
 		/* The reaper retires the handle before it wakes us. */
 		fb_waiter_prepare(&w, FB_WAIT_JOIN | FB_WAIT_CANCELLABLE, f);
 		w.data = (uintptr_t)f->id; /* for the dump: @f may be freed */
-		f->joiner = &w;
+		fb_store_relaxed(&f->joiner, &w);
 		err = fb_waiter_wait_keep(&w, &s->lock, deadline);
 		if (err == ETIMEDOUT || err == ECANCELED) {
 			/* s->lock held, f alive: the reaper did not take us */
-			f->joiner = NULL;
+			fb_store_relaxed(&f->joiner, NULL);
 			f->join = FB_JOINABLE;
 			fb_spin_unlock(&s->lock);
 			if (err == ECANCELED)

@@ -49,3 +49,7 @@ FB_FEAT(WA_WEIGHT, true)
 /* Wake-affine, doc/scheduler.md 1.4.1: bias the load comparison towards
  * the previous worker. */
 FB_FEAT(WA_BIAS, true)
+/* Creation, doc/scheduler.md 1.4.6: a fiber created by a fiber alone on
+ * its worker is queued there, for its creator to block, instead of being
+ * placed on an idle worker. */
+FB_FEAT(CREATE_AFFINE, true)

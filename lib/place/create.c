@@ -313,6 +313,19 @@ static const struct fb_domain *create_domain(const struct fb_sched_view *t,
 	return found;
 }
 
+bool fb_place_create_affine(const struct fb_place_view *v,
+			    const struct fb_pfiber *pf, int this)
+{
+	const struct fb_pworker *w;
+
+	if (!fb_feat(CREATE_AFFINE) || this < 0 || this >= v->nr_workers ||
+	    !fb_pfiber_allows(pf, this))
+		return false;
+	w = v->w[this];
+	return fb_load_relaxed(&w->nr_running) <= 1 &&
+	       !fb_load_relaxed(&w->ttwu_pending);
+}
+
 int fb_place_select_create(const struct fb_place_view *v,
 			   const struct fb_pfiber *pf, int this,
 			   struct fb_create_info *info)

@@ -469,6 +469,16 @@ int fb_place_select_create(const struct fb_place_view *v,
 			   const struct fb_pfiber *pf, int this,
 			   struct fb_create_info *info);
 /*
+ * fb_place_create_affine - doc/scheduler.md 1.4.6: should new fiber @pf,
+ * created by a fiber on worker @this (-1: a foreign thread, never), be
+ * queued on @this for its creator to block instead of being placed?  Yes
+ * when CREATE_AFFINE is on, @pf may run on @this and @this has nothing
+ * else to run: its creator is its only runnable fiber (nr_running <= 1)
+ * and no handoff is in flight.  Context: any; reads the snapshot once.
+ */
+bool fb_place_create_affine(const struct fb_place_view *v,
+			    const struct fb_pfiber *pf, int this);
+/*
  * fb_place_find_idlest_group - find_idlest_group(@d, @pf, @this) of
  * doc/scheduler.md 1.4.4: the index of the group of @d to move towards, or
  * -1 to stay.

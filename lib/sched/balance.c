@@ -163,12 +163,20 @@ void fb_sched_pelt_attach(struct fb_worker *w, struct fb_fiber *f, uint64_t now)
 	struct fb_pelt *a = &f->pf.avg;
 	int old = f->pf.attached;
 
+	if (!a->last_update) {
+		/* New: its history starts now and adds nothing to the
+		 * worker's sums, so of fb_pelt_attach() only the worker's
+		 * period position is left to take. */
+		*a = (struct fb_pelt){
+			.last_update = w->pw.avg.last_update,
+			.period_contrib = w->pw.avg.period_contrib,
+		};
+		f->pf.attached = w->id;
+		return;
+	}
 	if (old >= 0 && old < fb_rt->nr_workers)
 		remove_share(w, f, old);
-	if (!a->last_update) /* new: its history starts now */
-		fb_pelt_reset(a, now);
-	else
-		fb_pelt_update(a, now, f->pf.weight, f->pf.avg_queued, false);
+	fb_pelt_update(a, now, f->pf.weight, f->pf.avg_queued, false);
 	fb_pelt_attach(&w->pw.avg, a, f->pf.weight);
 	f->pf.attached = w->id;
 }

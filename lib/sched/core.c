@@ -341,6 +341,23 @@ static inline bool set_runnext(struct fb_worker *this, struct fb_fiber *f)
 	return true;
 }
 
+/* queue_local - enqueue() onto @this's own run queue, never runnext,
+ * where idle workers and the monitor can see @f.  Context: worker
+ * @this, @f RUNNABLE and owned by the caller. */
+static void queue_local(struct fb_fiber *f, struct fb_worker *this)
+{
+	int nr;
+
+	fb_spin_lock(&this->rq_lock);
+	fb_list_add_tail(&f->rq_node, &this->rq);
+	nr = fb_load_relaxed(&this->pw.nr_running) + 1;
+	fb_store_relaxed(&this->pw.nr_running, nr);
+	fb_spin_unlock(&this->rq_lock);
+	FB_COUNT(this, local_enqueues);
+	if (fb_unlikely(nr >= 3) && fb_load_relaxed(&fb_rt->nr_sleepers) > 0)
+		kick_idle(this, this);
+}
+
 static void enqueue(struct fb_fiber *f, struct fb_worker *t,
 		    struct fb_worker *this)
 {
@@ -897,10 +914,55 @@ void fb_fiber_park(void)
 	finish_fast(fb_worker_self());
 }
 
+/* place_create - doc/scheduler.md 1.4.4 for new fiber @f of @this (NULL:
+ * a foreign thread), counted.  Context: inside the view's section. */
+static int place_create(const struct fb_place_view *v, struct fb_fiber *f,
+			struct fb_worker *this)
+{
+	struct fb_create_info info = { 0 };
+	int t = fb_place_select_create(v, &f->pf, this ? this->id : -1, &info);
+
+	if (info.nr_numa_imb_kept)
+		FB_COUNT(this, create_numa_imb);
+	return t;
+}
+
+/*
+ * place_kept - the running fiber of @w yields: a yield is no block, so
+ * the fiber it created last and queued here for it to block (1.4.6), if
+ * that one still waits at the head of the queue without having run, is
+ * placed now as any creation is (1.4.4).
+ */
+static fb_noinline void place_kept(struct fb_worker *w)
+{
+	struct fb_fiber *k = w->kept;
+	struct fb_place_view v;
+	bool mine;
+
+	w->kept = NULL;
+	fb_spin_lock(&w->rq_lock);
+	/* At the head of this queue, it is queued here, so alive. */
+	mine = w->rq.next == &k->rq_node && fb_read_once(&k->pf.prev) < 0;
+	if (mine) {
+		fb_list_del(&k->rq_node);
+		fb_nr_running_add_local(w, -1);
+	}
+	fb_spin_unlock(&w->rq_lock);
+	if (!mine)
+		return;
+	FB_COUNT(w, create_placed);
+	fb_sched_view_enter(&v);
+	deliver(&v, k, place_create(&v, k, w), w);
+	fb_sched_view_exit();
+}
+
 bool fb_sched_yield(void)
 {
 	struct fb_worker *w = fb_worker_self();
 	struct fb_fiber *f = w->curr;
+
+	if (fb_unlikely(w->kept))
+		place_kept(w);
 
 	/* An active balance asked for this fiber (sched/balance.c). */
 	if (fb_unlikely(fb_load_relaxed(&w->pw.push_target) >= 0) &&
@@ -933,12 +995,43 @@ void fb_sched_migrate(void)
 	schedule_call(w, f, SCHED_MIGRATE);
 }
 
+bool fb_sched_handoff_ok(struct fb_worker *w, const struct fb_fiber *f)
+{
+	/* PARKED and off its stack: nobody runs it, and only the caller,
+	 * which claimed its wait, may wake it.  Only with nothing else
+	 * queued: fibers that wait in the queue (a batch created before
+	 * the joins) run first, and the reap's wake then lets the joiner
+	 * find several of them done at once. */
+	if (w->runnext || w->runnext_streak >= FB_RUNNEXT_STREAK ||
+	    fb_load_relaxed(&w->pw.nr_running) > 1)
+		return false;
+	return !f || (fb_load_acquire(&f->state) == FB_FIBER_PARKED &&
+		      !fb_load_acquire(&f->on_worker) &&
+		      fb_read_once(&f->pf.prev) == w->id &&
+		      f->epoch == fb_load_relaxed(&fb_rt_epoch));
+}
+
+void fb_sched_handoff(struct fb_worker *w, struct fb_fiber *f)
+{
+	int s = FB_FIBER_PARKED;
+
+	FB_BUG_ON(!fb_cas(&f->state, &s, FB_FIBER_RUNNABLE));
+	/* Not a wakeup by the counters: no placement was decided (README's
+	 * wakeups = wake_placements + wake_on_worker). */
+	FB_COUNT(w, exit_handoffs);
+	FB_PROBE(wake, f->id, w->id, w->id, 0, -1);
+	if (fb_unlikely(fb_trace_on))
+		fb_trace_wake_slow(w, f);
+	FB_BUG_ON(!set_runnext(w, f));
+}
+
 void fb_sched_exit(void)
 {
 	struct fb_worker *w = fb_worker_self();
 	struct fb_fiber *f = w->curr;
 
 	FB_COUNT(w, exits);
+	fb_fiber_exit_handoff(w, f);
 	fb_store_relaxed(&f->state, FB_FIBER_DEAD);
 	schedule_call(w, f, SCHED_EXIT);
 	fb_die(__FILE__, __LINE__, "a dead fiber was resumed");
@@ -963,16 +1056,20 @@ void fb_fiber_main(void)
 int fb_sched_select_create(struct fb_fiber *f)
 {
 	struct fb_worker *this = fb_worker_self();
-
-	struct fb_create_info info = { 0 };
 	struct fb_place_view v;
 	int t;
 
+	if (fb_rt->nr_workers == 1) /* nothing to choose */
+		return 0;
 	fb_sched_view_enter(&v);
-	t = fb_place_select_create(&v, &f->pf, this ? this->id : -1, &info);
+	if (this && fb_place_create_affine(&v, &f->pf, this->id)) {
+		/* doc/scheduler.md 1.4.6: it waits here for its creator */
+		FB_COUNT(this, create_affine);
+		t = this->id;
+	} else {
+		t = place_create(&v, f, this);
+	}
 	fb_sched_view_exit();
-	if (info.nr_numa_imb_kept)
-		FB_COUNT(this, create_numa_imb);
 	return t;
 }
 
@@ -987,6 +1084,19 @@ void fb_sched_enqueue_new(struct fb_fiber *f, int t)
 	if (fb_unlikely(fb_trace_on))
 		fb_trace_create_slow(this, f);
 	fb_store_relaxed(&f->state, FB_FIBER_RUNNABLE);
+	if (this && t == this->id) {
+		/* No delivery path to choose.  With other workers, the run
+		 * queue rather than runnext: an idle worker may steal it,
+		 * and the monitor moves it away from a creator that computes
+		 * on (doc/scheduler.md 1.4.6). */
+		if (fb_rt->nr_workers == 1) {
+			enqueue(f, this, this);
+		} else {
+			queue_local(f, this);
+			this->kept = f;
+		}
+		return;
+	}
 	fb_sched_view_enter(&v);
 	deliver(&v, f, t, this);
 	fb_sched_view_exit();

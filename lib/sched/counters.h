@@ -20,6 +20,8 @@ FB_COUNTER(wake_early, "wakeups that caught the fiber before it parked")
 FB_COUNTER(wakelist_pushes, "wakeups handed off through a wakelist")
 FB_COUNTER(direct_enqueues, "wakeups enqueued under a remote run-queue lock")
 FB_COUNTER(local_enqueues, "wakeups enqueued on the waker's own worker")
+FB_COUNTER(exit_handoffs,
+	   "exits that handed their worker to their parked joiner (no wakeup)")
 FB_COUNTER(on_worker_waits,
 	   "wakers that waited for the wakee to leave its stack")
 FB_COUNTER(wake_on_worker,
@@ -74,6 +76,10 @@ FB_COUNTER(lb_pushes,
 	   "running fibers pushed to another worker (active balance)")
 FB_COUNTER(create_numa_imb,
 	   "creations kept local under an allowed NUMA imbalance")
+FB_COUNTER(create_affine,
+	   "creations kept on the worker of a creator alone there")
+FB_COUNTER(create_placed,
+	   "kept creations placed after all: their creator yielded first")
 FB_COUNTER(pelt_migrations,
 	   "fibers whose load moved here from another worker's sums")
 FB_COUNTER(blocked_decays, "decays of the worker's own blocked load")

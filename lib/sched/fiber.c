@@ -45,27 +45,82 @@ static void registry_del(struct fb_fiber *f)
 
 static void run_key_destructors(struct fb_fiber *f);
 
+/*
+ * The exit hand-off.  A fiber joined by a fiber of its own worker (create
+ * and join in one fiber, the commonest join) would otherwise die into the
+ * idle loop, which reaps it, wakes the joiner and switches again.  The
+ * dying fiber does the join handshake itself instead, under the slot
+ * lock as the reaper would, and makes the joiner its worker's runnext;
+ * its last switch goes to the joiner, whose finish_switch reaps the
+ * stack before the join returns.  Nothing else can reach @f meanwhile:
+ * its handle is retired, and the joiner, who frees it, does not run
+ * before that reap.  The joiner must be parked off its stack on this
+ * worker (fb_sched_handoff_ok), else the reap wakes it as before.
+ */
+void fb_fiber_exit_handoff(struct fb_worker *w, struct fb_fiber *f)
+{
+	struct fb_handle_slot *s = f->slot;
+	struct fb_waiter *joiner;
+
+	/* No joiner yet (detached, or joined later): the reap's business.
+	 * One that comes now finds the fiber not exited and waits for it. */
+	if (!fb_load_relaxed(&f->joiner) || !fb_sched_handoff_ok(w, NULL))
+		return;
+	fb_spin_lock(&s->lock);
+	joiner = fb_load_relaxed(&f->joiner);
+	if (!joiner || !joiner->fiber ||
+	    !fb_sched_handoff_ok(w, joiner->fiber) ||
+	    !fb_waiter_claim(joiner, FB_CLAIM_WOKEN)) {
+		fb_spin_unlock(&s->lock);
+		return;
+	}
+	f->exited = true; /* tells the reap that this is done */
+	fb_cancel_drop(f);
+	fb_handle_retire_locked(s);
+	fb_spin_unlock(&s->lock);
+	fb_sched_handoff(w, joiner->fiber);
+}
+
+/*
+ * The stack.  A descriptor released at once (detached, or its joiner is
+ * there) keeps its stack, which goes with it to the descriptor caches
+ * (sched/handle.c) and serves the next create that takes it: one cache
+ * operation instead of two per fiber.  A fiber that nobody joins yet
+ * gives its stack to this worker's stack cache, under the slot lock's
+ * protection: a join that comes once the lock is dropped may free the
+ * descriptor at once.
+ */
 void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 {
 	struct fb_handle_slot *s = f->slot;
+	struct fb_stack stack = { 0 };
 	struct fb_waiter *joiner;
 	bool free_it;
 
 	registry_del(f);
 	fb_san_fiber_destroy(&f->san);
-	fb_stack_cache_put(&w->stacks, &f->stack);
+	if (f->exited) { /* fb_fiber_exit_handoff() did the rest */
+		fb_sched_fiber_reaped();
+		return;
+	}
 	fb_spin_lock(&s->lock);
 	f->exited = true;
 	fb_cancel_drop(f); /* fiber_cancel() says ESRCH from now on */
-	joiner = f->joiner;
+	joiner = fb_load_relaxed(&f->joiner);
 	/* Claimed under the lock: a joiner that timed out leaves under it
 	 * (api/fiber.c), and then the fiber stays joinable. */
 	if (joiner && !fb_waiter_claim(joiner, FB_CLAIM_WOKEN))
 		joiner = NULL;
 	free_it = f->join == FB_DETACHED;
-	if (joiner || free_it)
+	if (joiner || free_it) {
 		fb_handle_retire_locked(s);
+	} else {
+		stack = f->stack;
+		f->stack.map = NULL;
+	}
 	fb_spin_unlock(&s->lock);
+	if (stack.map)
+		fb_stack_cache_put(&w->stacks, &stack);
 	fb_sched_fiber_reaped();
 	if (joiner)
 		fb_waiter_wake(joiner, 0);

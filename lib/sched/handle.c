@@ -50,10 +50,19 @@
  * Besides it, a worker keeps a list of bare slots (without descriptors;
  * up to FB_HANDLE_CACHE), which it fills from the global list of bare
  * slots in batches of FB_HANDLE_CACHE / 2 under a spinlock and spills
- * back to it the same way; a create with no cached descriptor takes a
- * bare slot and allocates.  A spill of descriptors frees them and gives
- * their slots to the global list.  A foreign thread uses the global list
- * directly and allocates and frees its descriptors.
+ * back to it the same way.  Behind the caches, a pool of up to
+ * FB_HANDLE_POOL released descriptors with their slots, under the same
+ * lock: a full cache spills half of itself there, an empty one refills
+ * half from there, and only what the pool cannot take or give goes to
+ * the allocator (a spill frees those descriptors and gives their slots
+ * to the global list; a create with no descriptor anywhere takes a bare
+ * slot and allocates).  So a batch of up to about a thousand fibers
+ * created and then joined on one worker, or created on one worker and
+ * reaped on another, calls no allocator.  A foreign thread takes from and
+ * gives to the pool and the global list directly.  A released descriptor
+ * may hold its last fiber's stack (sched/fiber.c): it keeps it in the
+ * caches and the pool, and gives it back (fb_stack_release) only when
+ * the descriptor itself is freed.
  *
  * The caches are indexed by worker id in a static array, not kept in
  * struct fb_worker, because workers are freed at fiber_shutdown and the
@@ -101,6 +110,13 @@
  */
 #define FB_HANDLE_CACHE 64
 #define FB_HANDLE_BATCH (FB_HANDLE_CACHE / 2)
+/*
+ * Descriptors, with their slots, in the pool behind the caches.  Picked:
+ * as many as the stack pool holds (sched/stack.c), so that a burst of up
+ * to about a thousand fibers (a batch created, then joined) reuses
+ * descriptors instead of calling the allocator twice per fiber.
+ */
+#define FB_HANDLE_POOL 1024
 /* End of a list of slots. */
 #define FB_HANDLE_NONE UINT32_MAX
 
@@ -120,6 +136,9 @@ static struct handle_cache caches[FIBER_WORKERS_MAX];
 static struct fb_spinlock global_lock;
 static uint32_t global_head = FB_HANDLE_NONE; /* global_lock */
 static uint32_t nr_made; /* slots taken from the table so far; global_lock */
+/* The pool of released descriptors with their slots, via wl_next. */
+static struct fb_fiber *pool;	 /* global_lock */
+static _Atomic uint32_t pool_nr; /* global_lock; read unlocked as a hint */
 
 /* The slot at @i, which exists.  Relaxed: the caller got @i through a
  * list whose lock, or whose owner, already ordered the chunk's
@@ -207,24 +226,82 @@ static void spill_bare(struct handle_cache *c)
 	put_global(first, last);
 }
 
-/* Free half of @c's full list of descriptors; their slots go to the
- * global list. */
+/* Move up to @n descriptors of the chain @f to the pool; return the
+ * rest of the chain.  Context: global_lock held. */
+static struct fb_fiber *pool_put_locked(struct fb_fiber *f, int n)
+{
+	uint32_t nr = fb_load_relaxed(&pool_nr);
+
+	for (; f && n > 0 && nr < FB_HANDLE_POOL; n--, nr++) {
+		struct fb_fiber *next = fb_load_relaxed(&f->wl_next);
+
+		fb_store_relaxed(&f->wl_next, pool);
+		pool = f;
+		f = next;
+	}
+	fb_store_relaxed(&pool_nr, nr);
+	return f;
+}
+
+/* Take a descriptor from the pool, NULL if it is empty.  Context:
+ * global_lock held. */
+static struct fb_fiber *pool_take_locked(void)
+{
+	struct fb_fiber *f = pool;
+
+	if (f) {
+		pool = fb_load_relaxed(&f->wl_next);
+		fb_store_relaxed(&pool_nr, fb_load_relaxed(&pool_nr) - 1);
+	}
+	return f;
+}
+
+/* Fill half of @c's empty list of descriptors from the pool.  Return:
+ * false if the pool had none. */
+static fb_noinline bool refill_fibers(struct handle_cache *c)
+{
+	struct fb_fiber *f;
+
+	fb_spin_lock(&global_lock);
+	while (c->nr_fibers < FB_HANDLE_BATCH && (f = pool_take_locked())) {
+		fb_store_relaxed(&f->wl_next, c->fibers);
+		c->fibers = f;
+		c->nr_fibers++;
+	}
+	fb_spin_unlock(&global_lock);
+	return c->fibers != NULL;
+}
+
+/* Move half of @c's full list of descriptors to the pool; what does not
+ * fit there is freed, and those slots go to the global list. */
 static fb_noinline void spill_fibers(struct handle_cache *c)
 {
 	uint32_t first = FB_HANDLE_NONE, last = FB_HANDLE_NONE, i;
-	struct fb_fiber *f;
+	struct fb_fiber *f = c->fibers, *rest;
+	int n;
 
-	for (int n = 0; n < FB_HANDLE_BATCH; n++) {
-		f = c->fibers;
-		c->fibers = fb_load_relaxed(&f->wl_next);
+	for (n = 1; n < FB_HANDLE_BATCH; n++)
+		f = fb_load_relaxed(&f->wl_next);
+	rest = fb_load_relaxed(&f->wl_next);
+	fb_store_relaxed(&f->wl_next, NULL);
+	f = c->fibers;
+	c->fibers = rest;
+	c->nr_fibers -= FB_HANDLE_BATCH;
+	fb_spin_lock(&global_lock);
+	f = pool_put_locked(f, FB_HANDLE_BATCH);
+	fb_spin_unlock(&global_lock);
+	if (!f)
+		return;
+	for (; f; f = rest) {
+		rest = fb_load_relaxed(&f->wl_next);
 		i = fb_handle_index(f->self);
+		fb_stack_release(&f->stack);
 		fb_free(f);
 		slot_at(i)->next = first;
 		first = i;
 		if (last == FB_HANDLE_NONE)
 			last = i;
 	}
-	c->nr_fibers -= FB_HANDLE_BATCH;
 	put_global(first, last);
 }
 
@@ -256,6 +333,7 @@ static bool take_slot(struct handle_cache *c, uint32_t *i)
 		c->fibers = fb_load_relaxed(&f->wl_next);
 		c->nr_fibers--;
 		*i = fb_handle_index(f->self);
+		fb_stack_release(&f->stack);
 		fb_free(f);
 		return true;
 	}
@@ -278,13 +356,16 @@ static void put_slot(struct handle_cache *c, uint32_t i)
 	push_bare(c, i);
 }
 
-/* Zero @f and give it the free slot @s, whose index is @i. */
+/* Zero @f but its stack (a released descriptor may keep its last fiber's,
+ * sched/fiber.c) and give it the free slot @s, whose index is @i. */
 static struct fb_fiber *attach(struct fb_fiber *f, struct fb_handle_slot *s,
 			       uint32_t i)
 {
 	uintptr_t gen = fb_load_relaxed(&s->gen);
+	struct fb_stack stack = f->stack;
 
 	memset(f, 0, sizeof(*f));
+	f->stack = stack;
 	f->slot = s;
 	f->self = (fiber_t)(gen << FB_HANDLE_INDEX_BITS | i);
 	return f;
@@ -297,6 +378,23 @@ static fb_noinline struct fb_fiber *alloc_slow(struct handle_cache *c)
 	struct fb_fiber *f;
 	uint32_t i;
 
+	/* The pool first, unless a test wants the allocator called. */
+	if (fb_load_relaxed(&pool_nr) && !fb_fault_armed()) {
+		if (c && refill_fibers(c)) {
+			f = c->fibers;
+			c->fibers = fb_load_relaxed(&f->wl_next);
+			c->nr_fibers--;
+			return attach(f, f->slot, fb_handle_index(f->self));
+		}
+		if (!c) {
+			fb_spin_lock(&global_lock);
+			f = pool_take_locked();
+			fb_spin_unlock(&global_lock);
+			if (f)
+				return attach(f, f->slot,
+					      fb_handle_index(f->self));
+		}
+	}
 	if (!take_slot(c, &i))
 		return NULL;
 	f = fb_aligned_alloc(FB_CACHELINE, sizeof(*f));
@@ -304,6 +402,7 @@ static fb_noinline struct fb_fiber *alloc_slow(struct handle_cache *c)
 		put_slot(c, i);
 		return NULL;
 	}
+	f->stack.map = NULL; /* no stack: attach() keeps what is there */
 	return attach(f, slot_at(i), i);
 }
 
@@ -332,11 +431,18 @@ struct fb_fiber *fb_fiber_alloc(void)
 	return attach(f, f->slot, fb_handle_index(f->self));
 }
 
-/* fb_fiber_free on a foreign thread. */
+/* fb_fiber_free on a foreign thread: to the pool, else to the allocator. */
 static fb_noinline void free_foreign(struct fb_fiber *f)
 {
 	uint32_t i = fb_handle_index(f->self);
 
+	fb_store_relaxed(&f->wl_next, NULL);
+	fb_spin_lock(&global_lock);
+	f = pool_put_locked(f, 1);
+	fb_spin_unlock(&global_lock);
+	if (!f)
+		return;
+	fb_stack_release(&f->stack);
 	fb_free(f);
 	put_global(i, i);
 }

@@ -231,8 +231,8 @@ static void abandon(struct fb_fiber *f, int nth)
 		fb_poll_abandon(w);
 	fb_spin_lock(&f->slot->lock);
 	f->abandoned = true;
-	joiner = f->joiner;
-	f->joiner = NULL;
+	joiner = fb_load_relaxed(&f->joiner);
+	fb_store_relaxed(&f->joiner, NULL);
 	/* A thread joining it would wait for ever: tell it.  Claimed under
 	 * the lock, which a joiner that times out leaves under. */
 	if (joiner &&

@@ -80,7 +80,9 @@ struct fb_fiber {
 	uint8_t join;		     /* FB_JOINABLE...; handle slot lock */
 	bool exited;		     /* handle slot lock */
 	int live_worker;	     /* set at create, read at reap */
-	struct fb_waiter *joiner;    /* handle slot lock */
+	/* Written under the handle slot lock; peeked at without it at
+	 * exit (sched/fiber.c). */
+	struct fb_waiter *_Atomic joiner;
 
 	int fd_errno; /* errno of its last failed fd call (fiber_errno);
 			 the fiber itself */
@@ -420,6 +422,10 @@ struct fb_worker {
 	 * (fb_waiter_wake_ret).  Constant. */
 	bool solo;
 	struct fb_stack_cache stacks;
+	/* The fiber its running fiber created last and queued here for it
+	 * to block (doc/scheduler.md 1.4.6); a hint, maybe stale: checked
+	 * under rq_lock before use. */
+	struct fb_fiber *kept;
 	/* Unused: descriptors are cached with their handle slots
 	 * (sched/handle.c); sched/runtime.c still drains the empty list. */
 	uint64_t rng;		      /* per-worker PRNG state */
@@ -507,6 +513,28 @@ void fb_sched_migrate(void);
 void fb_sched_exit(void) __attribute__((noreturn));
 /* Called by a worker once it left a DEAD fiber's stack (api/fiber.c). */
 void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f);
+/* fb_stack_release - give stack @s back, if it is mapped: to the calling
+ * worker's cache, or unmapped on a foreign thread; @s is empty afterwards
+ * (sched/stack.c).  Context: any thread. */
+void fb_stack_release(struct fb_stack *s);
+/*
+ * fb_fiber_exit_handoff - @f, the running fiber of @w, is about to die:
+ * if its joiner is a fiber parked on @w, do the join handshake now and
+ * make the joiner @w's runnext, so that the dying fiber's switch goes
+ * straight to it (sched/fiber.c).  Context: fiber @f, in fb_sched_exit().
+ */
+void fb_fiber_exit_handoff(struct fb_worker *w, struct fb_fiber *f);
+/*
+ * fb_sched_handoff_ok - may @w's running fiber, which is about to block
+ * or die, make @f @w's runnext: @f is PARKED and off its stack, last ran
+ * on @w, nothing else is queued on @w, and runnext is free with the
+ * streak allowing it (@f NULL: only the conditions on @w).
+ * fb_sched_handoff - do it: @f passed fb_sched_handoff_ok() and the
+ * caller then claimed @f's wait, so nobody else wakes it.
+ * Context: worker @w, from its running fiber.
+ */
+bool fb_sched_handoff_ok(struct fb_worker *w, const struct fb_fiber *f);
+void fb_sched_handoff(struct fb_worker *w, struct fb_fiber *f);
 /* fb_fiber_registry_add - put NEW fiber @f on the live list of worker @t
  * (api/fiber.c).  Context: any thread; takes that worker's live_lock. */
 void fb_fiber_registry_add(struct fb_fiber *f, int t);

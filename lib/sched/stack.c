@@ -378,6 +378,25 @@ static bool cache_take(struct fb_stack_cache *c, size_t slot,
 	return false;
 }
 
+bool fb_stack_fits(const struct fb_stack *s, size_t size)
+{
+	size_t ps = page_size();
+
+	return s->slot == ((size + ps - 1) & ~(ps - 1));
+}
+
+void fb_stack_release(struct fb_stack *s)
+{
+	struct fb_worker *w = fb_worker_self();
+
+	if (!s->map)
+		return;
+	if (w)
+		fb_stack_cache_put(&w->stacks, s);
+	else
+		fb_stack_unmap(s);
+}
+
 bool fb_stack_cache_get(struct fb_stack_cache *c, size_t size,
 			struct fb_stack *s)
 {

@@ -86,6 +86,9 @@ void *fb_stack_top(const struct fb_stack *s);
 bool fb_stack_guard_contains(const struct fb_stack *s, const void *addr);
 bool fb_stack_cache_get(struct fb_stack_cache *c, size_t size,
 			struct fb_stack *s);
+/* fb_stack_fits - mapped stack @s is what a stack of @size bytes would be
+ * (the same size rounded to pages).  Context: any. */
+bool fb_stack_fits(const struct fb_stack *s, size_t size);
 /* Keeps @s or unmaps it; @s is empty afterwards. */
 void fb_stack_cache_put(struct fb_stack_cache *c, struct fb_stack *s);
 void fb_stack_cache_drain(struct fb_stack_cache *c);
