@@ -261,6 +261,18 @@ static void test_handoffs_account_like_every_switch(void **state)
  */
 static fiber_pipe_t *bounce_pipe[2];
 static unsigned long bounce_util[2], bounce_worker_util;
+/* The host's gaps: clock reads of either bouncer more than 1 ms apart. */
+static uint64_t bounce_last, bounce_gaps;
+
+static uint64_t bounce_clock(void)
+{
+	uint64_t now = fb_sched_clock();
+
+	if (bounce_last && now - bounce_last > 1000000u)
+		bounce_gaps += now - bounce_last;
+	bounce_last = now;
+	return now;
+}
 
 static void *bouncer(void *arg)
 {
@@ -273,11 +285,11 @@ static void *bouncer(void *arg)
 		assert_int_equal(fiber_pipe_read(bounce_pipe[1], &b, 1, &done),
 				 0);
 	while (b != 255) {
-		uint64_t slice = fb_sched_clock() + 20000u;
+		uint64_t slice = bounce_clock() + 20000u;
 
-		while (fb_sched_clock() < slice)
+		while (bounce_clock() < slice)
 			;
-		if (fb_sched_clock() >= end) {
+		if (bounce_clock() >= end) {
 			/* Both still here: the other's exit would take its
 			 * share out of the worker's. */
 			bounce_worker_util = my_worker_util();
@@ -295,12 +307,14 @@ static void *bouncer(void *arg)
 	return NULL;
 }
 
-/* One 200 ms ping-pong on one worker; true if the shares came out as
- * they should. */
-static bool bounce_round(int round)
+/* One 200 ms ping-pong on one worker: 1 if the shares came out as they
+ * should, 0 if not, -1 if the host took the worker away for more than
+ * 150 ms of it (then the shares say little). */
+static int bounce_round(int round)
 {
 	fiber_t f[2];
 
+	bounce_last = bounce_gaps = 0;
 	start(NULL, 1);
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(fiber_pipe_create(&bounce_pipe[i], 0), 0);
@@ -313,27 +327,49 @@ static bool bounce_round(int round)
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(fiber_pipe_destroy(bounce_pipe[i]), 0);
 	stop();
-	fprintf(stderr, "# round %d: bouncers %lu %lu, worker %lu\n", round,
-		bounce_util[0], bounce_util[1], bounce_worker_util);
+	fprintf(stderr,
+		"# round %d: bouncers %lu %lu, worker %lu, host gaps "
+		"%llu us\n",
+		round, bounce_util[0], bounce_util[1], bounce_worker_util,
+		(unsigned long long)bounce_gaps / 1000);
+	if (bounce_gaps > 150000000u)
+		return -1;
 	return bounce_util[0] + bounce_util[1] >= 400 &&
 	       bounce_worker_util >= 700;
 }
 
 static void test_pingpong_shares_the_worker(void **state)
 {
-	int round = 0;
+	int judged = 0, ok = 0;
 
 	(void)state;
-	/* A host that takes the worker's CPU away for milliseconds charges
+	/*
+	 * A host that takes the worker's CPU away for milliseconds charges
 	 * whoever runs then, and a fiber's average is as old as its last
-	 * period boundary, so after such a gap at the end the halves, and
-	 * even their sum, can be far off: such a round is run again, up to
-	 * three times.  A fiber whose running went unaccounted on the short
-	 * way (nearly every hand-off here) leaves next to nothing in every
-	 * round. */
-	while (!bounce_round(round) && ++round < 3)
-		;
-	assert_true(round < 3);
+	 * period boundary (the worker's too, between hand-offs), so after
+	 * such a gap the halves, and even their sum, can be far off: CI's
+	 * sanitizer builds beside the rest of the suite saw 1022 + 0 and a
+	 * worker at 104 three rounds running.  Beside three busy loops the
+	 * gaps are ~100 ms of the 200 and the shares still right; a round
+	 * where the worker had less than a quarter of its CPU (over 150 ms
+	 * of gaps) is not judged.  Up to ten rounds run for three judged
+	 * ones, and each judged one must pass.  A fiber whose running went
+	 * unaccounted on the short way (nearly every hand-off here) leaves
+	 * next to nothing in every round.
+	 */
+	for (int round = 0; round < 10 && judged < 3; round++) {
+		int r = bounce_round(round);
+
+		if (r < 0)
+			continue;
+		judged++;
+		ok += r;
+	}
+	print_message("# %d rounds judged, %d passed\n", judged, ok);
+	assert_int_equal(ok, judged);
+	if (!judged)
+		print_message(
+			"# the host left no round ungapped: not judged\n");
 }
 
 /* ---- a fiber's share moves with it ---------------------------------------- */
