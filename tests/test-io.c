@@ -1100,6 +1100,260 @@ static void test_io_two_readers_of_one_fd_both_wake(void **state)
 	close(sp[1]);
 }
 
+/* ---- drained reads ------------------------------------------------------ */
+
+#define STEPS 8
+
+/* A reader the main thread drives one read at a time: read i starts once
+ * @go passes i (a negative @go stops it); each read's count (or
+ * -fiber_errno()) and bytes are kept. */
+struct stepper {
+	int fd;
+	int peek_at; /* the read that is a MSG_PEEK recv (-1: none) */
+	atomic_int go, done;
+	long n[STEPS];
+	char buf[STEPS][64];
+};
+
+static void *step_reads(void *arg)
+{
+	struct stepper *s = arg;
+	ssize_t n;
+
+	for (int i = 0; i < STEPS; i++) {
+		while (atomic_load(&s->go) <= i) {
+			if (atomic_load(&s->go) < 0)
+				return NULL; /* stopped */
+			fiber_usleep(200);
+		}
+		if (i == s->peek_at)
+			n = fiber_recv(s->fd, s->buf[i], sizeof(s->buf[i]),
+				       MSG_PEEK);
+		else
+			n = fiber_read(s->fd, s->buf[i], sizeof(s->buf[i]));
+		s->n[i] = n < 0 ? -fiber_errno() : n;
+		atomic_store(&s->done, i + 1);
+		if (n <= 0)
+			break;
+	}
+	return NULL;
+}
+
+/* Let read @i of @s start; unless @parks, wait for its result. */
+static void step(struct stepper *s, int i, bool parks)
+{
+	atomic_store(&s->go, i + 1);
+	if (!parks)
+		while (atomic_load(&s->done) < i + 1)
+			usleep(200);
+}
+
+static void step_done(struct stepper *s, int i)
+{
+	while (atomic_load(&s->done) < i + 1)
+		usleep(200);
+}
+
+/* Give an idle worker time to poll the edges of what was just sent, so
+ * that they are handed out before the next read (if not, the test checks
+ * less, but still passes). */
+static void let_poller_run(void)
+{
+	usleep(20000);
+}
+
+static fiber_t stepper_start(struct stepper *s, int fd, int peek_at)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = fd;
+	s->peek_at = peek_at;
+	/* A read that wrongly waits for an edge that never comes fails with
+	 * ETIMEDOUT instead of hanging the suite. */
+	assert_int_equal(fiber_fd_set_deadline(fd, fiber_now() + 10000 * MS,
+					       FIBER_NO_DEADLINE),
+			 0);
+	return spawn(step_reads, s);
+}
+
+/* stepper_first - start @s on @fd; its read 0 parks, which registers the
+ * fd, and gets the @n bytes of @p that the peer @peer then sends. */
+static fiber_t stepper_first(struct stepper *s, int fd, int peek_at, int peer,
+			     const char *p, size_t n)
+{
+	long long waits = io_waits();
+	fiber_t r = stepper_start(s, fd, peek_at);
+
+	step(s, 0, true);
+	wait_parked(waits, 1);
+	assert_int_equal(send(peer, p, n, 0), (ssize_t)n);
+	step_done(s, 0);
+	assert_int_equal(s->n[0], (long)n);
+	return r;
+}
+
+/*
+ * A short read of a stream socket marks it drained, and the next read
+ * waits for an edge instead of calling read(2) for its EAGAIN (counter
+ * io_drained_reads).  Nothing may be lost to it: bytes that came between
+ * two reads, bytes that came with the peer's end of stream (no later edge
+ * brings the 0), bytes a peek saw.
+ */
+static void test_io_drained_stream_reads_lose_nothing(void **state)
+{
+	long long drained;
+	static struct stepper s;
+	int sp[2];
+	fiber_t r;
+
+	(void)state;
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	drained = counter("io_drained_reads");
+	/* Read 0 registers the fd; its 4 bytes are short. */
+	r = stepper_first(&s, sp[0], 3, sp[1], "abcd", 4);
+	/* Bytes that came while nobody read: their edge ended the mark (if
+	 * the poller took it already; else read 1 waits first and finds it),
+	 * and read 1 reads them. */
+	assert_int_equal(write(sp[1], "efgh", 4), 4);
+	let_poller_run();
+	step(&s, 1, false);
+	assert_int_equal(s.n[1], 4);
+	assert_memory_equal(s.buf[1], "efgh", 4);
+	/* Read 2 waits first and parks; the bytes come later. */
+	step(&s, 2, true);
+	let_poller_run();
+	assert_int_equal(write(sp[1], "ijk", 3), 3);
+	step_done(&s, 2);
+	assert_int_equal(s.n[2], 3);
+	assert_memory_equal(s.buf[2], "ijk", 3);
+	/* Read 2 waited first; read 1 too if the poller was late. */
+	assert_in_range(counter("io_drained_reads") - drained, 1, 2);
+	/* A peek (read 3) sees bytes and leaves them; read 4 reads them. */
+	assert_int_equal(write(sp[1], "lm", 2), 2);
+	let_poller_run();
+	step(&s, 3, false);
+	assert_int_equal(s.n[3], 2);
+	step(&s, 4, false);
+	assert_int_equal(s.n[4], 2);
+	assert_memory_equal(s.buf[4], "lm", 2);
+	/* Bytes and the end of stream in one go while read 5 is parked: it
+	 * gets the bytes, read 6 the 0. */
+	step(&s, 5, true);
+	let_poller_run();
+	assert_int_equal(write(sp[1], "no", 2), 2);
+	assert_int_equal(shutdown(sp[1], SHUT_WR), 0);
+	step_done(&s, 5);
+	assert_int_equal(s.n[5], 2);
+	step(&s, 6, false);
+	assert_int_equal(s.n[6], 0);
+	join(r);
+	assert_int_equal(fiber_close(sp[0]), 0);
+	close(sp[1]);
+
+	/* The end of stream comes with bytes while nobody reads. */
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	r = stepper_first(&s, sp[0], -1, sp[1], "a", 1);
+	assert_int_equal(write(sp[1], "bc", 2), 2);
+	assert_int_equal(shutdown(sp[1], SHUT_WR), 0);
+	let_poller_run();
+	step(&s, 1, false);
+	assert_int_equal(s.n[1], 2);
+	step(&s, 2, false);
+	assert_int_equal(s.n[2], 0);
+	join(r);
+	assert_int_equal(fiber_close(sp[0]), 0);
+	close(sp[1]);
+}
+
+/* A loopback TCP connection: @fd[0] the accepted end (non-blocking), @fd[1]
+ * the connecting end (blocking). */
+static void tcp_pair(int fd[2])
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(l >= 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	fd[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(fd[1], (struct sockaddr *)&a, sizeof(a)), 0);
+	fd[0] = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	assert_true(fd[0] >= 0);
+	close(l);
+}
+
+/*
+ * The bytes and the end of stream in one TCP segment (TCP_CORK holds the
+ * bytes until the shutdown sends them with the FIN) bring one edge, which
+ * wakes the parked reader: the read after the bytes must return 0, not
+ * wait for an edge that will not come.
+ */
+static void test_io_drained_read_sees_an_end_that_came_with_bytes(void **state)
+{
+	long long waits = io_waits();
+	static struct stepper s;
+	int tp[2], on = 1;
+	fiber_t r;
+
+	(void)state;
+	tcp_pair(tp);
+	r = stepper_first(&s, tp[0], -1, tp[1], "a", 1);
+	/* Read 1 waits first (read 0 was short) and parks. */
+	step(&s, 1, true);
+	wait_parked(waits, 2);
+	assert_int_equal(
+		setsockopt(tp[1], IPPROTO_TCP, TCP_CORK, &on, sizeof(on)), 0);
+	assert_int_equal(write(tp[1], "bc", 2), 2);
+	assert_int_equal(shutdown(tp[1], SHUT_WR), 0);
+	step_done(&s, 1);
+	assert_int_equal(s.n[1], 2);
+	assert_memory_equal(s.buf[1], "bc", 2);
+	/* At once: no wait (one that timed out would still read the 0). */
+	step(&s, 2, false);
+	assert_int_equal(s.n[2], 0);
+	assert_int_equal(io_waits() - waits, 2);
+	join(r);
+	assert_int_equal(fiber_close(tp[0]), 0);
+	close(tp[1]);
+}
+
+/*
+ * A short read of a datagram socket is one datagram, not an empty socket:
+ * the next one, sent with it, is read at once (a drained mark would wait
+ * for an edge that already came).
+ */
+static void test_io_short_datagram_read_is_not_drained(void **state)
+{
+	long long drained;
+	static struct stepper s;
+	int sp[2];
+	fiber_t r;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, sp),
+			 0);
+	drained = counter("io_drained_reads");
+	r = stepper_first(&s, sp[0], -1, sp[1], "zero", 4);
+	assert_int_equal(send(sp[1], "one", 3, 0), 3);
+	assert_int_equal(send(sp[1], "two", 3, 0), 3);
+	let_poller_run();
+	step(&s, 1, false);
+	assert_int_equal(s.n[1], 3);
+	assert_memory_equal(s.buf[1], "one", 3);
+	step(&s, 2, false);
+	assert_int_equal(s.n[2], 3);
+	assert_memory_equal(s.buf[2], "two", 3);
+	assert_int_equal(counter("io_drained_reads"), drained);
+	atomic_store(&s.go, -1);
+	join(r);
+	assert_int_equal(fiber_close(sp[0]), 0);
+	close(sp[1]);
+}
+
 /*
  * A registered fd in a fork child: the child's runtime has its own epoll
  * set, where the fd registers again at its first wait.  The child reads
@@ -1496,6 +1750,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_io_writev_finishes_partial_writes),
 		cmocka_unit_test(test_io_read_waits_register_the_fd_once),
 		cmocka_unit_test(test_io_two_readers_of_one_fd_both_wake),
+		cmocka_unit_test(test_io_drained_stream_reads_lose_nothing),
+		cmocka_unit_test(
+			test_io_drained_read_sees_an_end_that_came_with_bytes),
+		cmocka_unit_test(test_io_short_datagram_read_is_not_drained),
 		cmocka_unit_test(
 			test_io_fd_registered_before_fork_works_in_child),
 		cmocka_unit_test(test_io_deadline_in_the_past_fails_at_once),

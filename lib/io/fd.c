@@ -243,33 +243,54 @@ typedef ssize_t (*io_op)(int fd, void *ctx);
 
 /*
  * io_once - run @op until it does not say EAGAIN, waiting for @events in
- * between, under the socket timeout @opt (ONE_TRY: no waiting).
+ * between, under the socket timeout @opt (ONE_TRY: no waiting).  @want:
+ * for a read of a fiber, the bytes asked for (0: not such a read): a
+ * shorter count marks the fd drained, and a read of a drained fd waits
+ * before its system call ("Drained reads" in sched/netpoll.c).
  * Context: inside call @k.  Return: @op's count, or -errno.
  */
 static ssize_t io_once(struct call *k, short events, int opt, io_op op,
-		       void *ctx)
+		       void *ctx, size_t want)
 {
 	uint64_t deadline = FB_NO_DEADLINE;
 	int dir = dir_of(events);
-	bool timed = false;
+	bool timed = false, skip = false, late = false;
+	uint32_t before = 0;
 	ssize_t n;
 	int err;
 
+	if (want && opt != ONE_TRY && fb_poll_take_drained(k->d)) {
+		skip = true;
+		FB_COUNT(fb_worker_self(), io_drained_reads);
+	}
 	for (;;) {
-		n = op(k->fd, ctx);
-		if (n == -EINTR)
-			continue;
-		if (n >= 0 || (n != -EAGAIN && n != -EWOULDBLOCK) ||
-		    opt == ONE_TRY)
-			return n;
+		if (!skip) {
+			if (want)
+				before = fb_poll_read_begin(k->d);
+			n = op(k->fd, ctx);
+			if (n == -EINTR)
+				continue;
+			if (n >= 0 || (n != -EAGAIN && n != -EWOULDBLOCK) ||
+			    opt == ONE_TRY)
+				break;
+			if (late)
+				return -ETIMEDOUT;
+		}
 		if (!timed) {
 			deadline = sock_deadline(k, dir, opt);
 			timed = true;
 		}
 		err = wait_fd(k, events, fd_deadline(k, dir, deadline), NULL);
-		if (err)
+		if (err == ETIMEDOUT && skip) {
+			late = true; /* the read is still tried once */
+		} else if (err) {
 			return -err;
+		}
+		skip = false;
 	}
+	if (want && n > 0 && (size_t)n < want)
+		fb_poll_note_short_read(k->d, before);
+	return n;
 }
 
 /* io_call - a whole call of io_once() on @fd, the POSIX way. */
@@ -279,7 +300,21 @@ static ssize_t io_call(int fd, short events, int opt, io_op op, void *ctx)
 	ssize_t n = -call_enter(&k, fd);
 
 	if (!n) {
-		n = io_once(&k, events, opt, op, ctx);
+		n = io_once(&k, events, opt, op, ctx, 0);
+		call_leave(&k);
+	}
+	return posix_ret(n);
+}
+
+/* read_call - io_call() of a read of @want bytes from a stream: a fiber's
+ * read may take a short count as the next one's EAGAIN (io_once). */
+static ssize_t read_call(int fd, int opt, io_op op, void *ctx, size_t want)
+{
+	struct call k;
+	ssize_t n = -call_enter(&k, fd);
+
+	if (!n) {
+		n = io_once(&k, POLLIN, opt, op, ctx, fb_current() ? want : 0);
 		call_leave(&k);
 	}
 	return posix_ret(n);
@@ -340,7 +375,7 @@ static ssize_t write_call(int fd, struct buf_ctx *c, io_op op)
 	if (n)
 		return posix_ret(n);
 	do {
-		n = io_once(&k, POLLOUT, SO_SNDTIMEO, op, c);
+		n = io_once(&k, POLLOUT, SO_SNDTIMEO, op, c, 0);
 		if (n < 0)
 			break;
 		done += (size_t)n;
@@ -361,7 +396,7 @@ ssize_t fiber_read(int fd, void *buf, size_t len)
 {
 	struct buf_ctx c = { buf, len, 0 };
 
-	return io_call(fd, POLLIN, SO_RCVTIMEO, op_read, &c);
+	return read_call(fd, SO_RCVTIMEO, op_read, &c, len);
 }
 
 /*
@@ -385,9 +420,11 @@ ssize_t fiber_recv(int fd, void *buf, size_t len, int flags)
 {
 	struct buf_ctx c = { buf, len, flags };
 
-	return io_call(fd, POLLIN,
-		       (flags & MSG_DONTWAIT) ? ONE_TRY : SO_RCVTIMEO, op_recv,
-		       &c);
+	/* A peek leaves the bytes, and the other flags (MSG_WAITALL,
+	 * MSG_OOB, MSG_TRUNC, ...) change what a count means. */
+	return read_call(fd, (flags & MSG_DONTWAIT) ? ONE_TRY : SO_RCVTIMEO,
+			 op_recv, &c,
+			 (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL)) ? 0 : len);
 }
 
 /*
@@ -440,8 +477,14 @@ static ssize_t op_writev(int fd, void *ctx)
 ssize_t fiber_readv(int fd, const struct iovec *iov, int iovcnt)
 {
 	struct iov_ctx c = { iov, iovcnt };
+	size_t want = 0;
 
-	return io_call(fd, POLLIN, SO_RCVTIMEO, op_readv, &c);
+	for (int i = 0; iov && i < iovcnt; i++) {
+		if (iov[i].iov_len > SIZE_MAX - want)
+			break;
+		want += iov[i].iov_len;
+	}
+	return read_call(fd, SO_RCVTIMEO, op_readv, &c, want);
 }
 
 /* Skip @n written bytes of @iov[*i..], the first of which starts @off in. */
@@ -466,7 +509,7 @@ static ssize_t writev_all(struct call *k, const struct iovec *iov, int iovcnt)
 	ssize_t n;
 	int i = 0, j;
 
-	n = io_once(k, POLLOUT, SO_SNDTIMEO, op_writev, &c);
+	n = io_once(k, POLLOUT, SO_SNDTIMEO, op_writev, &c, 0);
 	if (n < 0)
 		return n;
 	for (;;) {
@@ -486,7 +529,7 @@ static ssize_t writev_all(struct call *k, const struct iovec *iov, int iovcnt)
 		batch[0].iov_len -= off;
 		c.iov = batch;
 		c.cnt = j;
-		n = io_once(k, POLLOUT, SO_SNDTIMEO, op_writev, &c);
+		n = io_once(k, POLLOUT, SO_SNDTIMEO, op_writev, &c, 0);
 		if (n < 0)
 			return partial(done, n);
 	}
@@ -593,7 +636,7 @@ ssize_t fiber_sendto(int fd, const void *buf, size_t len, int flags,
 	if (n)
 		return posix_ret(n);
 	do {
-		n = io_once(&k, POLLOUT, SO_SNDTIMEO, op_sendto, &c);
+		n = io_once(&k, POLLOUT, SO_SNDTIMEO, op_sendto, &c, 0);
 		if (n < 0)
 			break;
 		done += (size_t)n;

@@ -62,6 +62,34 @@
  * between; that new file is never registered and the wait lasts until its
  * deadline.  Use fiber_close().
  *
+ * Drained reads.  A request-response connection reads a request, answers
+ * it and reads again; that read finds the socket empty, and its EAGAIN is
+ * a system call that only says "wait".  A fiber read on a stream socket
+ * that returns fewer bytes than it asked for has emptied the socket, and
+ * every byte that arrives after that brings an edge; so it marks the entry
+ * (FB_IOFD_DRAINED_R), and the next read waits first: it consumes a ready
+ * bit if an edge came meanwhile (then reads), else parks.  The mark means
+ * "empty at the short read, and no read event handed out since": the
+ * poller clears it with every read event it takes, before it wakes a
+ * waiter or sets a ready bit, and counts the event in the same word; the
+ * reader loads the word before its system call and sets the mark with a
+ * compare-and-swap against that load, so an event (or any other change of
+ * the word) during the read leaves the entry unmarked, at the cost of one
+ * system call later.  So a mark is never set where an earlier edge's bytes
+ * could still be in the socket, whoever took that edge (a peek, a second
+ * reader, a foreign thread).  Only a registered stream socket is marked
+ * (FB_IOFD_STREAM, from SO_TYPE once at registration): a short datagram
+ * read leaves the next datagram queued, and a terminal hands out a line at
+ * a time.  An end of stream or an error that came with the bytes brings no
+ * later edge, and the read after the bytes must see it: an event with
+ * EPOLLRDHUP, EPOLLHUP or EPOLLERR sets FB_IOFD_HUP (sticky until the
+ * entry is forgotten), and an entry with it is never marked.  A stale mark
+ * (a close and a new file at the number) costs a wait that registers the
+ * new file, which reports its state: the same as a wait after EAGAIN.  A
+ * wait-first that times out still tries the read once, so bytes that are
+ * there are read whatever the deadline.  The model is Tokio, which clears
+ * a socket's read readiness after a short read.
+ *
  * Epochs.  A registration belongs to one epoll set: the entry records the
  * poller epoch it was made in, and a new poller (after fiber_shutdown(), in
  * a fork child) has a new epoch, so every fd registers again there; a
@@ -106,6 +134,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "sched/netpoll.h"
@@ -360,6 +389,17 @@ static int ctl(int op, int fd)
 	return epoll_ctl(poller.epfd, op, fd, &ev) ? errno : 0;
 }
 
+/* is_stream - the file at @fd is a stream socket (TCP, AF_UNIX
+ * SOCK_STREAM): a read that returns less than it asked for emptied it. */
+static bool is_stream(int fd)
+{
+	int type = 0;
+	socklen_t len = sizeof(type);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) &&
+	       type == SOCK_STREAM;
+}
+
 /*
  * register_locked - make sure the file now at @fd is registered before
  * @self, a waiter for directions @dirs, parks ("Registration" and "Reuse
@@ -398,6 +438,9 @@ static int register_locked(int fd, struct fb_iofd *d, struct fb_waiter *self,
 			err = ctl(EPOLL_CTL_MOD, fd);
 		if (err)
 			return err;
+		if (is_stream(fd))
+			atomic_fetch_or_explicit(&d->ready, FB_IOFD_STREAM,
+						 memory_order_relaxed);
 		d->epoch = poller.epoch;
 	}
 	if (dirs & FB_IOFD_READY_R)
@@ -405,6 +448,23 @@ static int register_locked(int fd, struct fb_iofd *d, struct fb_waiter *self,
 	if (dirs & FB_IOFD_READY_W)
 		fb_store_relaxed(&d->owner[FB_IOFD_W], me);
 	return 0;
+}
+
+/* note_read_event - the poller got read events @revents for @d: before
+ * any waiter wakes or ready bit shows, end a drained mark, count the
+ * event, and remember a hang-up ("Drained reads"). */
+static void note_read_event(struct fb_iofd *d, uint32_t revents)
+{
+	uint32_t hup = (revents & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) ?
+			       FB_IOFD_HUP :
+			       0;
+	uint32_t v = fb_load_relaxed(&d->ready);
+
+	while (!atomic_compare_exchange_weak_explicit(
+		&d->ready, &v,
+		((v & ~FB_IOFD_DRAINED_R) + FB_IOFD_EVENT_ONE) | hup,
+		memory_order_relaxed, memory_order_relaxed))
+		;
 }
 
 /* dispatch_fd - the poller got @revents for @fd: wake the waiters of the
@@ -419,6 +479,8 @@ static void dispatch_fd(int fd, uint32_t revents, struct fb_worker *self)
 	if (!d)
 		return;
 	fb_spin_lock(&d->lock);
+	if (dirs & FB_IOFD_READY_R)
+		note_read_event(d, revents);
 	fb_list_for_each_safe (n, tmp, &d->waiters) {
 		w = fb_list_entry(n, struct fb_waiter, node);
 		wd = dirs_of((uint32_t)w->data) & dirs;

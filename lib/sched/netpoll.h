@@ -29,6 +29,15 @@
 enum { FB_IOFD_R, FB_IOFD_W };
 #define FB_IOFD_READY_R (1u << FB_IOFD_R)
 #define FB_IOFD_READY_W (1u << FB_IOFD_W)
+/* More of @ready, about the file the entry registered ("Drained reads" in
+ * sched/netpoll.c): it is a stream socket (set at registration); the
+ * poller saw a hang-up, an error or the peer's shutdown (sticky); a fiber
+ * read emptied the stream and no event came since; and, from bit 8, a
+ * count of the read events the poller handed out (it wraps). */
+#define FB_IOFD_STREAM (1u << 2)
+#define FB_IOFD_HUP (1u << 3)
+#define FB_IOFD_DRAINED_R (1u << 4)
+#define FB_IOFD_EVENT_ONE (1u << 8)
 
 /* The poller's state of one fd number.  Every fd call writes @calls; the
  * entry is cache-line aligned so that calls on neighbouring fds from
@@ -39,7 +48,9 @@ struct fb_iofd {
 	_Atomic uint64_t calls; /* FB_IOFD_*: read-modify-writes only,
 				   acquire on enter, release on leave */
 	/* FB_IOFD_READY_*: readiness the poller saw that no waiter took;
-	 * set under @lock, cleared by the wait that consumes it. */
+	 * set under @lock, cleared by the wait that consumes it.  Also
+	 * FB_IOFD_STREAM and FB_IOFD_HUP (set under @lock) and
+	 * FB_IOFD_DRAINED_R (set and cleared by fd calls). */
 	_Atomic uint32_t ready;
 	uint32_t epoch; /* poller epoch of the registration, 0: none; @lock */
 	/* Per direction, the id of the fiber that registered or checked the
@@ -100,6 +111,46 @@ static inline int fb_poll_enter(int fd, struct fb_iofd **d, uint32_t *gen)
 static inline void fb_poll_leave(struct fb_iofd *d)
 {
 	atomic_fetch_sub_explicit(&d->calls, 1, memory_order_release);
+}
+
+/*
+ * fb_poll_read_begin - before a fiber's read system call on @d: the state
+ * fb_poll_note_short_read() compares against.
+ */
+static inline uint32_t fb_poll_read_begin(struct fb_iofd *d)
+{
+	return fb_load_relaxed(&d->ready);
+}
+
+/*
+ * fb_poll_note_short_read - the read that began at @before returned fewer
+ * bytes than it asked for: if @d is a stream socket registered with the
+ * poller, no hang-up was seen, and nothing changed the entry since
+ * @before (no event, no ready bit taken), the socket is empty now and any
+ * byte that comes later brings an event, so the next read may wait first
+ * ("Drained reads" in sched/netpoll.c).  A change in between leaves the
+ * entry unmarked, which costs the next read a system call, nothing more.
+ * Context: a fiber, inside a call on @d; never switches.
+ */
+static inline void fb_poll_note_short_read(struct fb_iofd *d, uint32_t before)
+{
+	if ((before & (FB_IOFD_STREAM | FB_IOFD_HUP | FB_IOFD_DRAINED_R)) ==
+	    FB_IOFD_STREAM)
+		(void)atomic_compare_exchange_strong_explicit(
+			&d->ready, &before, before | FB_IOFD_DRAINED_R,
+			memory_order_relaxed, memory_order_relaxed);
+}
+
+/* fb_poll_take_drained - whether the last read on @d drained it (see
+ * above), clearing the mark: the caller then waits for readiness before
+ * its system call.  Context: a fiber, inside a call on @d. */
+static inline bool fb_poll_take_drained(struct fb_iofd *d)
+{
+	if (fb_likely(!(fb_load_relaxed(&d->ready) & FB_IOFD_DRAINED_R)))
+		return false;
+	atomic_fetch_and_explicit(&d->ready, ~FB_IOFD_DRAINED_R,
+				  memory_order_relaxed);
+	return true;
 }
 
 /*
