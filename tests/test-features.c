@@ -36,6 +36,7 @@ static void test_features_defaults_match_spec(void **state)
 	assert_true(m & FB_FEAT_BIT(WA_IDLE));
 	assert_true(m & FB_FEAT_BIT(WA_WEIGHT));
 	assert_true(m & FB_FEAT_BIT(WA_BIAS));
+	assert_true(m & FB_FEAT_BIT(WA_POLLER));
 	assert_true(m & FB_FEAT_BIT(CREATE_AFFINE));
 	assert_int_equal(fb_load_relaxed(&fb_features_mask), m);
 }

@@ -35,6 +35,7 @@
 #define L48 "pack:1 l3:1 core:24 pu:2"	  /* one 48-worker LLC */
 
 #define SYNC FB_PLACE_WF_SYNC
+#define POLLER FB_PLACE_WF_POLLER
 
 /* Outcomes of doc/scheduler.md 3.5. */
 enum deliver { LOCAL, DIRECT, WAKELIST };
@@ -415,6 +416,46 @@ static void test_place_wake_affine_across_llcs(void **state)
 	/* Prev idle: prev. */
 	set_idle(&s, 5, FB_WS_SLEEPING);
 	assert_int_equal(wake(&s, &f, 0, 0, &r), 5);
+	snap_close(&s);
+}
+
+/*
+ * WA_POLLER: an idle worker hands out the events it polled; the woken
+ * fiber runs there, not on its idle (perhaps sleeping) previous worker,
+ * in the poller's LLC or another.  A busy poller decides nothing new.
+ */
+static void test_place_wake_poller_keeps_its_event(void **state)
+{
+	struct snap s;
+	struct fb_pfiber f = fiber(5);
+	struct fb_wake_result r;
+
+	(void)state;
+	snap_open(&s, S2, 0);
+	busy(&s, 1, 2, 3, 4, 6, 7, -1);
+	set_idle(&s, 5, FB_WS_SLEEPING);
+	assert_int_equal(wake(&s, &f, 0, 0, &r), 5); /* not the poller */
+	f = fiber(5);
+	assert_int_equal(wake(&s, &f, 0, POLLER, &r), 0);
+	assert_true(r.affine);
+	assert_int_equal(r.pick, FB_PICK_TARGET);
+	features("NO_WA_POLLER");
+	f = fiber(5);
+	assert_int_equal(wake(&s, &f, 0, POLLER, &r), 5);
+	features("");
+	/* The poller has work already: prev, idle, as before. */
+	set_busy(&s, 0, 1);
+	f = fiber(5);
+	assert_int_equal(wake(&s, &f, 0, POLLER, &r), 5);
+	snap_close(&s);
+	/* Across LLCs: T2, poller 0, prev 5 idle in the other LLC. */
+	snap_open(&s, T2, 0);
+	busy(&s, 1, 2, 3, 4, 6, 7, -1);
+	set_idle(&s, 5, FB_WS_SLEEPING);
+	f = fiber(5);
+	assert_int_equal(wake(&s, &f, 0, 0, &r), 5);
+	f = fiber(5);
+	assert_int_equal(wake(&s, &f, 0, POLLER, &r), 0);
 	snap_close(&s);
 }
 
@@ -1153,6 +1194,7 @@ int main(void)
 		cmocka_unit_test(test_place_wake_affine_sync_pulls_to_waker),
 		cmocka_unit_test(test_place_wake_affine_weight_and_bias),
 		cmocka_unit_test(test_place_wake_affine_across_llcs),
+		cmocka_unit_test(test_place_wake_poller_keeps_its_event),
 		cmocka_unit_test(
 			test_place_wake_record_wakee_counts_and_decays),
 		cmocka_unit_test(test_place_wake_wide_keeps_prev),

@@ -49,6 +49,10 @@ FB_FEAT(WA_WEIGHT, true)
 /* Wake-affine, doc/scheduler.md 1.4.1: bias the load comparison towards
  * the previous worker. */
 FB_FEAT(WA_BIAS, true)
+/* Wake-affine, libfiber's own: a fiber whose I/O event an idle worker
+ * polled runs on that worker, which is awake, rather than on an idle
+ * previous worker, which may be asleep. */
+FB_FEAT(WA_POLLER, true)
 /* Creation, doc/scheduler.md 1.4.6: a fiber created by a fiber alone on
  * its worker is queued there, for its creator to block, instead of being
  * placed on an idle worker. */

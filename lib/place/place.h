@@ -235,6 +235,9 @@ static inline bool fb_place_is_sleeping(const struct fb_place_global *g, int i)
  * they agree.
  */
 #define FB_PLACE_WF_SYNC 0x1u /* the waker is about to block (hand-off) */
+/* The waker is a worker handing out the I/O events it polled: awake, where
+ * an idle @prev may be asleep (WA_POLLER). */
+#define FB_PLACE_WF_POLLER 0x2u
 
 /*
  * Cores the idle-core scan inspects when the LLC looks overloaded and

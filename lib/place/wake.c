@@ -134,8 +134,10 @@ static bool wake_wide(const struct fb_place_view *v, const struct fb_pfiber *pf,
 
 /* affine_idle - WA_IDLE: @this, @prev, or -1 when idleness decides nothing. */
 static int affine_idle(const struct fb_place_view *v, int this, int prev,
-		       bool sync)
+		       bool sync, bool poller)
 {
+	if (poller && fb_feat(WA_POLLER) && is_idle(v, this))
+		return this;
 	if (is_idle(v, this) && same_llc(v, this, prev))
 		return is_idle(v, prev) ? prev : this;
 	if (sync && fb_load_relaxed(&v->w[this]->nr_running) == 1)
@@ -181,12 +183,12 @@ static int affine_weight(const struct fb_place_view *v, int pct,
 static int wake_affine(const struct fb_place_view *v, int pct,
 		       const struct fb_pfiber *pf,
 		       const struct fb_pfiber *waker, int this, int prev,
-		       bool sync)
+		       bool sync, bool poller)
 {
 	int t = -1;
 
 	if (fb_feat(WA_IDLE))
-		t = affine_idle(v, this, prev, sync);
+		t = affine_idle(v, this, prev, sync, poller);
 	if (t < 0 && fb_feat(WA_WEIGHT))
 		t = affine_weight(v, pct, pf, waker, this, prev, sync);
 	return t == this ? this : prev;
@@ -202,6 +204,7 @@ static int wake_target(const struct fb_place_view *v,
 		       unsigned flags)
 {
 	bool sync = flags & FB_PLACE_WF_SYNC;
+	bool poller = flags & FB_PLACE_WF_POLLER;
 	const struct fb_domain *d;
 
 	if (this < 0 || this == prev || !fb_pfiber_allows(pf, this) ||
@@ -209,12 +212,12 @@ static int wake_target(const struct fb_place_view *v,
 		return prev;
 	if (!v->topo)
 		return wake_affine(v, FB_LLC_IMBALANCE_PCT, pf, waker, this,
-				   prev, sync);
+				   prev, sync, poller);
 	fb_for_each_domain (v->topo, this, d) {
 		if ((d->flags & FB_SD_WAKE_AFFINE) &&
 		    fb_wmask_test(&d->span, prev))
 			return wake_affine(v, d->imbalance_pct, pf, waker, this,
-					   prev, sync);
+					   prev, sync, poller);
 	}
 	return prev;
 }

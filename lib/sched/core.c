@@ -401,6 +401,7 @@ static void deliver(const struct fb_place_view *v, struct fb_fiber *f, int t,
 /* ---- the block/wake protocol ------------------------------------------- */
 
 _Static_assert(FB_WF_SYNC == FB_PLACE_WF_SYNC, "wake flags disagree");
+_Static_assert(FB_WF_POLLER == FB_PLACE_WF_POLLER, "wake flags disagree");
 
 /* waker_pf - the running fiber's placement record, NULL outside a fiber. */
 static struct fb_pfiber *waker_pf(void)

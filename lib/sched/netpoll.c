@@ -493,7 +493,7 @@ static void dispatch_fd(int fd, uint32_t revents, struct fb_worker *self)
 		fb_list_del(n);
 		w->data = revents;
 		w->result = 0;
-		fb_waiter_wake(w, 0);
+		fb_waiter_wake(w, FB_WF_POLLER);
 		served |= wd;
 		FB_COUNT(self, io_events);
 	}

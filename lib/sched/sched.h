@@ -257,7 +257,8 @@ static inline struct fb_waiter *fb_waitq_pop(struct fb_list *q)
 #define FB_RUNNEXT_STREAK 64
 
 /* Wake flags. */
-#define FB_WF_SYNC 0x1 /* the waker is about to block (hand-off) */
+#define FB_WF_SYNC 0x1	 /* the waker is about to block (hand-off) */
+#define FB_WF_POLLER 0x2 /* the waker hands out events it polled */
 
 /* fb_waiter_prepare(w, kind, obj) is below, inline, after the worker. */
 /* fb_waiter_wait - release @lock and sleep until fb_waiter_wake(@w).
