@@ -154,6 +154,34 @@ static void test_bind_unpinned_worker_repins_after_quiet_intervals(void **state)
 	assert_int_equal(fb_bind_decide(&b, 0, 0), FB_BIND_REPIN);
 }
 
+/* The shared verdict, which cuts the idle poll window (FB_POLL_SHARED_DIV),
+ * is the window's, pinned or not: set with the unpin, cleared once the
+ * window is quiet although the worker stays unpinned for the quiet asked,
+ * set again by a few long preemptions. */
+static void test_bind_shared_verdict_follows_the_window(void **state)
+{
+	struct fb_wbind b = { .pinned = true };
+
+	(void)state;
+	assert_int_equal(flush(&b, 0), FB_BIND_KEEP);
+	assert_false(b.shared);
+	assert_int_equal(fb_bind_decide(&b, FB_BIND_SHARED_PREEMPTS, 0),
+			 FB_BIND_UNPIN);
+	assert_true(b.shared);
+	b.pinned = false;
+	for (int i = 1; i < FB_BIND_WINDOW; i++) {
+		assert_int_equal(fb_bind_decide(&b, 0, 0), FB_BIND_KEEP);
+		assert_true(b.shared);
+	}
+	assert_int_equal(fb_bind_decide(&b, 0, 0), FB_BIND_KEEP);
+	assert_false(b.shared);
+	assert_false(b.pinned);
+	assert_int_equal(fb_bind_decide(&b, FB_BIND_HURT_PREEMPTS,
+					FB_BIND_HURT_WAIT_NS),
+			 FB_BIND_KEEP);
+	assert_true(b.shared);
+}
+
 static void test_bind_quiet_asked_doubles_up_to_the_bound(void **state)
 {
 	struct fb_wbind b = { .pinned = true };
@@ -463,6 +491,7 @@ int main(void)
 		TEST(test_bind_few_long_preemptions_unpin),
 		TEST(test_bind_unpinned_worker_repins_after_quiet_intervals),
 		TEST(test_bind_quiet_asked_doubles_up_to_the_bound),
+		TEST(test_bind_shared_verdict_follows_the_window),
 		TEST(test_bind_shared_cpu_unpins),
 		TEST(test_bind_cycle_unpin_and_repin),
 		TEST(test_bind_runtime_unpins_on_long_waits),

@@ -65,9 +65,10 @@ int fb_bind_decide(struct fb_wbind *b, uint64_t preempts, int64_t wait_ns)
 	b->ring_wait_ns[slot] = wait_ns;
 	preempts = b->win_preempts;
 	wait_ns = b->win_wait_ns;
+	b->shared = shared(preempts, wait_ns);
 	if (b->pinned) {
 		b->quiet = 0;
-		if (!shared(preempts, wait_ns))
+		if (!b->shared)
 			return FB_BIND_KEEP;
 		/* Each unpin doubles the quiet asked before the next pin, so
 		 * a CPU that stays shared is not retried every second. */

@@ -139,7 +139,11 @@ static void idle_wait(struct fb_worker *w)
 	/* The PELT clock (base/clock.h); relaxed: placement reads it as a hint. */
 	fb_store_relaxed(&w->pw.idle_stamp, fb_sched_clock());
 	fb_store_seqcst(&w->pw.state, FB_WS_POLLING);
-	deadline = fb_now_ns() + fb_rt->poll_ns;
+	/* On a shared CPU the spin takes time from the other thread there,
+	 * which may be the one that makes our work (sched/bind.c). */
+	deadline = fb_now_ns() + (fb_unlikely(w->bind.shared) ?
+					  fb_rt->poll_ns / FB_POLL_SHARED_DIV :
+					  fb_rt->poll_ns);
 	/* Only fibers running here arm timers here: the next deadline cannot
 	 * move earlier while we are idle. */
 	next = fb_timer_next(w);
