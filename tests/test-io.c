@@ -1321,6 +1321,82 @@ static void test_io_drained_read_sees_an_end_that_came_with_bytes(void **state)
 	close(tp[1]);
 }
 
+/* One fiber serving connections one after the other, closing each with a
+ * plain close(2): the accepted number is reused, and a drained mark left
+ * by the last short read of the old connection must not make the first
+ * read of the new one wait for an edge that came before it registered. */
+struct serial {
+	int l;
+	atomic_int phase; /* 1: first connection closed; 2: second sent */
+	int fd1, fd2;
+	long n1, n2;
+	long long waits; /* io_waits added by the second connection's read */
+};
+
+static void *serve_serially(void *arg)
+{
+	struct serial *s = arg;
+	char buf[64];
+	long long w;
+
+	s->fd1 = fiber_accept(s->l, NULL, NULL, SOCK_CLOEXEC);
+	s->n1 = fiber_read(s->fd1, buf, sizeof(buf));
+	close(s->fd1);
+	atomic_store(&s->phase, 1);
+	while (atomic_load(&s->phase) < 2)
+		fiber_usleep(200);
+	s->fd2 = fiber_accept(s->l, NULL, NULL, SOCK_CLOEXEC);
+	fiber_fd_set_deadline(s->fd2, fiber_now() + 10000 * MS,
+			      FIBER_NO_DEADLINE);
+	w = io_waits();
+	s->n2 = fiber_read(s->fd2, buf, sizeof(buf));
+	s->waits = io_waits() - w;
+	fiber_close(s->fd2);
+	return NULL;
+}
+
+static void test_io_drained_mark_does_not_outlive_plain_close(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	static struct serial s;
+	long long waits = io_waits();
+	int c1, c2;
+	fiber_t f;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	s.l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(s.l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(s.l, 4), 0);
+	assert_int_equal(getsockname(s.l, (struct sockaddr *)&a, &len), 0);
+	c1 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	c2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(c1, (struct sockaddr *)&a, sizeof(a)), 0);
+	f = spawn(serve_serially, &s);
+	/* The first read parks (registering the fd), gets 1 byte: short. */
+	wait_parked(waits, 1);
+	assert_int_equal(write(c1, "a", 1), 1);
+	while (atomic_load(&s.phase) < 1)
+		usleep(200);
+	/* The second connection's bytes are there before it is accepted on
+	 * the same number (c2 was made before the close, so it cannot take
+	 * that number itself). */
+	assert_int_equal(connect(c2, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(write(c2, "bc", 2), 2);
+	let_poller_run();
+	atomic_store(&s.phase, 2);
+	join(f);
+	assert_int_equal(s.n1, 1);
+	assert_int_equal(s.fd2, s.fd1);
+	assert_int_equal(s.n2, 2);
+	assert_int_equal(s.waits, 0);
+	close(c1);
+	close(c2);
+	close(s.l);
+}
+
 /*
  * A short read of a datagram socket is one datagram, not an empty socket:
  * the next one, sent with it, is read at once (a drained mark would wait
@@ -1754,6 +1830,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(
 			test_io_drained_read_sees_an_end_that_came_with_bytes),
 		cmocka_unit_test(test_io_short_datagram_read_is_not_drained),
+		cmocka_unit_test(
+			test_io_drained_mark_does_not_outlive_plain_close),
 		cmocka_unit_test(
 			test_io_fd_registered_before_fork_works_in_child),
 		cmocka_unit_test(test_io_deadline_in_the_past_fails_at_once),

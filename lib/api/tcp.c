@@ -58,9 +58,13 @@ static int lookup(const char *host, int port, int flags, struct addrinfo **res)
 
 static int stream_socket(const struct addrinfo *ai)
 {
-	return socket(ai->ai_family,
-		      ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		      ai->ai_protocol);
+	int fd = socket(ai->ai_family,
+			ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			ai->ai_protocol);
+
+	if (fd >= 0)
+		fb_poll_new_file(fd);
+	return fd;
 }
 
 /* listen_on - Return: a listening socket on @ai; -errno. */

@@ -689,8 +689,11 @@ struct accept_ctx {
 static ssize_t op_accept(int fd, void *ctx)
 {
 	struct accept_ctx *c = ctx;
+	ssize_t n = sys_ret(accept4(fd, c->addr, c->len, c->flags));
 
-	return sys_ret(accept4(fd, c->addr, c->len, c->flags));
+	if (n >= 0)
+		fb_poll_new_file((int)n);
+	return n;
 }
 
 /*

@@ -84,11 +84,16 @@
  * later edge, and the read after the bytes must see it: an event with
  * EPOLLRDHUP, EPOLLHUP or EPOLLERR sets FB_IOFD_HUP (sticky until the
  * entry is forgotten), and an entry with it is never marked.  A stale mark
- * (a close and a new file at the number) costs a wait that registers the
- * new file, which reports its state: the same as a wait after EAGAIN.  A
- * wait-first that times out still tries the read once, so bytes that are
- * there are read whatever the deadline.  The model is Tokio, which clears
- * a socket's read readiness after a short read.
+ * (a plain close(2) and a new file at the number) costs another fiber a
+ * wait that registers the new file, which reports its state: the same as
+ * a wait after EAGAIN.  For the fiber that registered the old file no
+ * check would run ("Reuse of a number"), so the new files libfiber makes
+ * (fiber_accept(), the TCP helpers) drop the mark of their number: a
+ * server that serves connections one by one and close(2)s them does not
+ * wait for bytes that came before the accept.  A wait-first that times
+ * out still tries the read once, so bytes that are there are read whatever
+ * the deadline.  The model is Tokio, which clears a socket's read
+ * readiness after a short read.
  *
  * Epochs.  A registration belongs to one epoll set: the entry records the
  * poller epoch it was made in, and a new poller (after fiber_shutdown(), in
@@ -530,6 +535,15 @@ static inline bool take_ready(struct fb_iofd *d, uint32_t dirs)
 		return false;
 	atomic_fetch_and_explicit(&d->ready, ~got, memory_order_relaxed);
 	return true;
+}
+
+void fb_poll_new_file(int fd)
+{
+	struct fb_iofd *d = iofd(fd, false);
+
+	if (d)
+		atomic_fetch_and_explicit(&d->ready, ~FB_IOFD_DRAINED_R,
+					  memory_order_relaxed);
 }
 
 /* Inside a call on @fd (fb_poll_enter), so fb_poll_close() waits for it:
