@@ -62,6 +62,8 @@ FB_COUNTER(timers_fired,
 	   "timers that expired (sleeps, timed waits, I/O timeouts)")
 FB_COUNTER(io_waits, "fibers parked waiting for fd readiness")
 FB_COUNTER(io_events, "fd waiters woken by the poller")
+FB_COUNTER(pipe_populates,
+	   "fiber pipes: ring pages backed ahead of a write, outside the lock")
 FB_COUNTER(io_drained_reads,
 	   "fiber reads that waited first: the last read emptied the stream")
 FB_COUNTER(epoll_sleeps, "idle workers that slept in epoll_wait as the poller")

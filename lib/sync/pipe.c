@@ -41,10 +41,30 @@
  * so destroy says EBUSY while a woken writer is on its way back, as it does
  * while anyone waits.  "Close, destroy, free" is therefore safe as soon as
  * destroy returns 0.
+ *
+ * Pages.  The ring is ordinary heap memory, backed by pages only when
+ * first written, and a page fault taken with the spinlock held stalls every
+ * other caller of the pipe behind it (on a paravirtualised guest a fault
+ * costs microseconds, and the spinning callers end up in sched_yield()).
+ * So a writer about to write past the part of the ring known to be backed
+ * (@populated; bytes are written in order from the start until the ring
+ * first wraps, so that part is a prefix) backs the next quarter of the ring
+ * first, with the lock released: one madvise(MADV_POPULATE_WRITE), which
+ * faults pages in without changing what is in them, so a concurrent writer
+ * loses nothing.  Meanwhile the writer is counted in @retrying, as a
+ * woken one is.  A pipe that is never filled never gets its pages; a
+ * kernel without MADV_POPULATE_WRITE (before 5.14) takes the faults under
+ * the lock, as before.
  */
 #include "sync/sync.h"
 
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
 
 /* Default ring size, that of a Linux pipe (16 pages). */
 #define FB_PIPE_DEFAULT_CAPACITY (64 * 1024)
@@ -58,7 +78,10 @@ struct fb_pipe {
 	size_t count;		 /* bytes in the ring; @lock */
 	struct fb_list readers;	 /* w.data = struct read_req *; @lock */
 	struct fb_list writers;	 /* queued writers; @lock */
-	unsigned int retrying;	 /* writers woken for room, not back; @lock */
+	unsigned int retrying;	 /* writers woken for room, or backing
+				    pages, not back; @lock */
+	size_t populated;	 /* ring bytes from its start known to be
+				    backed by pages; @lock */
 	unsigned char ring[];	 /* @capacity bytes */
 };
 
@@ -169,6 +192,79 @@ static size_t ring_put(struct fb_pipe *p, const unsigned char *src, size_t len)
 	return n;
 }
 
+/* ring_unbacked - would ring_put() of @len bytes write past the backed
+ * prefix of the ring?  A write that wraps filled the end of the ring
+ * before.  @p->lock held. */
+static inline bool ring_unbacked(const struct fb_pipe *p, size_t len)
+{
+	size_t tail = p->head + p->count;
+	size_t end;
+
+	if (tail >= p->capacity)
+		tail -= p->capacity;
+	end = tail + FB_MIN(len, p->capacity - p->count);
+	return FB_MIN(end, p->capacity) > p->populated;
+}
+
+/* page_size - the system's, read once. */
+static size_t page_size(void)
+{
+	static size_t ps;
+	size_t v = fb_load_relaxed(&ps);
+
+	if (!v) {
+		long r = sysconf(_SC_PAGESIZE);
+
+		v = r > 0 ? (size_t)r : 4096;
+		fb_store_relaxed(&ps, v);
+	}
+	return v;
+}
+
+/* backed_prefix - how many of @p's ring bytes share a page with its
+ * header, which the creation wrote. */
+static size_t backed_prefix(const struct fb_pipe *p)
+{
+	uintptr_t ring = (uintptr_t)p->ring, ps = page_size();
+	uintptr_t page_end = ((uintptr_t)p + ps) & ~(ps - 1);
+
+	return page_end > ring ? FB_MIN(p->capacity, page_end - ring) : 0;
+}
+
+/*
+ * populate - back the ring bytes that ring_put() of @len bytes is about to
+ * write, and the rest of the next quarter of the ring, with pages, outside
+ * the lock (the opening comment).  @p->lock held; released and taken
+ * again, so the caller must look at the pipe afresh.
+ */
+static fb_noinline void populate(struct fb_pipe *p, size_t len)
+{
+	uintptr_t ps = page_size(), ring = (uintptr_t)p->ring;
+	size_t tail = p->head + p->count, goal;
+	uintptr_t from, to;
+	int err;
+
+	if (tail >= p->capacity)
+		tail -= p->capacity;
+	goal = FB_MIN(tail + FB_MIN(len, p->capacity - p->count), p->capacity);
+	goal = FB_MIN(FB_MAX(goal, p->populated + p->capacity / 4),
+		      p->capacity);
+	/* Whole pages, each holding at least one byte of the pipe. */
+	from = (ring + p->populated) & ~(ps - 1);
+	to = (ring + goal + ps - 1) & ~(ps - 1);
+	p->retrying++;
+	fb_spin_unlock(&p->lock);
+	err = madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+	FB_COUNT(fb_worker_self(), pipe_populates);
+	fb_spin_lock(&p->lock);
+	p->retrying--;
+	if (err) /* no such advice here: fault under the lock, as before */
+		p->populated = p->capacity;
+	else
+		p->populated =
+			FB_MAX(p->populated, FB_MIN(to - ring, p->capacity));
+}
+
 /* Copy up to @len bytes from the head of the ring to @dst; returns how
  * many.  @p->lock held. */
 static size_t ring_get(struct fb_pipe *p, unsigned char *dst, size_t len)
@@ -247,6 +343,7 @@ int fiber_pipe_create(fiber_pipe_t **pipe, size_t capacity)
 		return ENOMEM;
 	memset(p, 0, sizeof(*p));
 	p->capacity = capacity;
+	p->populated = backed_prefix(p);
 	fb_list_init(&p->readers);
 	fb_list_init(&p->writers);
 	*pipe = p;
@@ -414,8 +511,13 @@ static fb_noinline int write_locked(struct fb_pipe *p, const unsigned char *src,
 		}
 		if (!fb_list_empty(&p->readers))
 			n += feed_readers(p, src + n, len - n);
-		if (n < len)
+		if (n < len) {
+			if (fb_unlikely(ring_unbacked(p, len - n))) {
+				populate(p, len - n);
+				continue;
+			}
 			n += ring_put(p, src + n, len - n);
+		}
 		if (n == len) {
 			if (p->count < p->capacity)
 				wake_writer(p);
