@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * test-pipe-pages.c - a fiber pipe backs its ring with pages outside its
- * lock (lib/sync/pipe.c, "Pages"): a quarter of the ring at a time, once,
+ * lock (lib/sync/pipe.c, "Pages"): a quarter of the ring at a time (at most
+ * 256 KiB ahead), once,
  * never again after the ring is backed; a kernel without the advice
  * leaves the faults to the writes, as before; and a writer that is
  * backing pages, with the lock released, keeps the pipe from being
@@ -36,6 +37,7 @@ int __real_madvise(void *addr, size_t len, int advice);
 int __wrap_madvise(void *addr, size_t len, int advice);
 
 static atomic_int populates;   /* MADV_POPULATE_WRITE calls */
+static atomic_size_t longest;  /* bytes, the most one call backed */
 static atomic_int misaligned;  /* of them, not on whole pages */
 static atomic_bool old_kernel; /* answer EINVAL */
 static atomic_bool hold;       /* keep the caller inside until cleared */
@@ -48,6 +50,8 @@ int __wrap_madvise(void *addr, size_t len, int advice)
 	if (advice != MADV_POPULATE_WRITE)
 		return __real_madvise(addr, len, advice);
 	atomic_fetch_add(&populates, 1);
+	if (len > atomic_load(&longest))
+		atomic_store(&longest, len);
 	if (((uintptr_t)addr & (ps - 1)) || (len & (ps - 1)) || !len)
 		atomic_fetch_add(&misaligned, 1);
 	if (atomic_load(&hold)) {
@@ -151,6 +155,18 @@ static void test_pipe_ring_backed_a_quarter_at_a_time(void **state)
 	f.written = 0;
 	run_fill(&f);
 	assert_int_equal(atomic_load(&populates), calls);
+	assert_int_equal(fiber_pipe_destroy(f.p), 0);
+
+	/* A big ring is backed no further ahead than 256 KiB (and a page on
+	 * either side): a megabyte through a 64 MiB ring. */
+	atomic_store(&populates, 0);
+	atomic_store(&longest, 0);
+	f.written = 0;
+	assert_int_equal(fiber_pipe_create(&f.p, 64u << 20), 0);
+	run_fill(&f);
+	assert_in_range(atomic_load(&populates), 4, 6);
+	assert_in_range(atomic_load(&longest), 1,
+			(256u << 10) + 2 * (size_t)sysconf(_SC_PAGESIZE));
 	assert_int_equal(fiber_pipe_destroy(f.p), 0);
 	runtime_stop();
 }

@@ -49,6 +49,7 @@
  * So a writer about to write past the part of the ring known to be backed
  * (@populated; bytes are written in order from the start until the ring
  * first wraps, so that part is a prefix) backs the next quarter of the ring
+ * (at most FB_PIPE_POPULATE_MAX bytes past what the write needs)
  * first, with the lock released: one madvise(MADV_POPULATE_WRITE), which
  * faults pages in without changing what is in them, so a concurrent writer
  * loses nothing.  Meanwhile the writer is counted in @retrying, as a
@@ -68,6 +69,9 @@
 
 /* Default ring size, that of a Linux pipe (16 pages). */
 #define FB_PIPE_DEFAULT_CAPACITY (64 * 1024)
+/* The most a writer backs ahead of what it writes: a pipe of a gigabyte
+ * that carries a few bytes must not cost a quarter of it in pages. */
+#define FB_PIPE_POPULATE_MAX (256 * 1024)
 
 struct fb_pipe {
 	struct fb_spinlock lock; /* guards everything but capacity */
@@ -233,7 +237,8 @@ static size_t backed_prefix(const struct fb_pipe *p)
 
 /*
  * populate - back the ring bytes that ring_put() of @len bytes is about to
- * write, and the rest of the next quarter of the ring, with pages, outside
+ * write, and the rest of the next quarter of the ring (at most
+ * FB_PIPE_POPULATE_MAX), with pages, outside
  * the lock (the opening comment).  @p->lock held; released and taken
  * again, so the caller must look at the pipe afresh.
  */
@@ -247,7 +252,8 @@ static fb_noinline void populate(struct fb_pipe *p, size_t len)
 	if (tail >= p->capacity)
 		tail -= p->capacity;
 	goal = FB_MIN(tail + FB_MIN(len, p->capacity - p->count), p->capacity);
-	goal = FB_MIN(FB_MAX(goal, p->populated + p->capacity / 4),
+	goal = FB_MIN(FB_MAX(goal, p->populated + FB_MIN(p->capacity / 4,
+							 FB_PIPE_POPULATE_MAX)),
 		      p->capacity);
 	/* Whole pages, each holding at least one byte of the pipe. */
 	from = (ring + p->populated) & ~(ps - 1);
