@@ -518,7 +518,8 @@ static fb_noinline int write_locked(struct fb_pipe *p, const unsigned char *src,
 		if (!fb_list_empty(&p->readers))
 			n += feed_readers(p, src + n, len - n);
 		if (n < len) {
-			if (fb_unlikely(ring_unbacked(p, len - n))) {
+			if (fb_unlikely(p->populated < p->capacity) &&
+			    ring_unbacked(p, len - n)) {
 				populate(p, len - n);
 				continue;
 			}
