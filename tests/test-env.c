@@ -222,6 +222,11 @@ static void test_env_good_values_start(void **state)
 		expect_accepted("LIBFIBER_CLOCK", "tsc");
 	else
 		expect_refused("LIBFIBER_CLOCK", "tsc");
+	/* anchored where the CPU says its TSC is invariant, likewise. */
+	if (fb_tsc_invariant())
+		expect_accepted("LIBFIBER_CLOCK", "anchored");
+	else
+		expect_refused("LIBFIBER_CLOCK", "anchored");
 }
 
 static void test_env_clock_parser(void **state)
@@ -237,10 +242,18 @@ static void test_env_clock_parser(void **state)
 	assert_int_equal(k, FB_CLOCK_AUTO);
 	assert_int_equal(fb_parse_clock("C", "tsc", &k, err, sizeof(err)),
 			 fb_tsc_usable() ? 0 : EINVAL);
+	if (!fb_tsc_usable())
+		assert_non_null(strstr(err, "clocksource is not the TSC"));
+	assert_int_equal(fb_parse_clock("C", "anchored", &k, err, sizeof(err)),
+			 fb_tsc_invariant() ? 0 : EINVAL);
+	if (fb_tsc_invariant())
+		assert_int_equal(k, FB_CLOCK_ANCHORED);
+	else
+		assert_non_null(strstr(err, "TSC is invariant"));
 	assert_int_equal(fb_parse_clock("C", "hpet", &k, err, sizeof(err)),
 			 EINVAL);
 	assert_non_null(strstr(err, "C=\"hpet\""));
-	assert_non_null(strstr(err, "auto, tsc or monotonic"));
+	assert_non_null(strstr(err, "auto, tsc, monotonic or anchored"));
 	assert_int_equal(fb_parse_clock("C", NULL, &k, err, sizeof(err)),
 			 EINVAL);
 }

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -100,26 +101,79 @@ static void test_clock_choice_and_order(void **state)
 	assert_int_equal(fb_clock_setup(FB_CLOCK_MONOTONIC), 0);
 	assert_string_equal(fb_clock_name(), "monotonic");
 	assert_int_equal(fb_clock_setup(FB_CLOCK_AUTO), 0);
-	assert_string_equal(fb_clock_name(),
-			    fb_tsc_usable() ? "tsc" : "monotonic");
+	assert_string_equal(fb_clock_name(), fb_tsc_usable()	? "tsc" :
+					     fb_tsc_invariant() ? "anchored" :
+								  "monotonic");
 	assert_int_equal(fb_clock_setup(FB_CLOCK_TSC),
 			 fb_tsc_usable() ? 0 : ENOTSUP);
+	assert_int_equal(fb_clock_setup(FB_CLOCK_ANCHORED),
+			 fb_tsc_invariant() ? 0 : ENOTSUP);
 
 	/* Never backwards, and on CLOCK_MONOTONIC's timeline: the TSC is
 	 * scaled from a calibration point, so the two agree to within the
 	 * calibration error (parts in 10^5 of the time since; a second's
-	 * slack covers a machine that stalls us for a long while). */
-	fb_clock_setup(FB_CLOCK_AUTO);
-	prev = fb_sched_clock();
-	for (int i = 0; i < 1000000; i++) {
-		uint64_t now = fb_sched_clock();
+	 * slack covers a machine that stalls us for a long while).  The
+	 * anchored clock is checked the same way, across sleeps that make
+	 * it take new anchors. */
+	for (int kind = 0; kind < 2; kind++) {
+		if (kind == 1 && !fb_tsc_invariant())
+			break;
+		fb_clock_setup(kind ? FB_CLOCK_ANCHORED : FB_CLOCK_AUTO);
+		prev = fb_sched_clock();
+		for (int i = 0; i < 1000000; i++) {
+			uint64_t now = fb_sched_clock();
 
-		assert_true(now >= prev);
-		prev = now;
+			assert_true(now >= prev);
+			prev = now;
+			if (i % 100000 == 0)
+				usleep(1500); /* past an anchor's window */
+		}
+		mono = fb_now_ns();
+		prev = fb_sched_clock();
+		assert_true(prev + 1000000000ull > mono &&
+			    mono + 1000000000ull > prev);
 	}
-	mono = fb_now_ns();
-	prev = fb_sched_clock();
-	assert_true(prev + 1000000000ull > mono && mono + 1000000000ull > prev);
+	fb_clock_setup(FB_CLOCK_AUTO);
+}
+
+/*
+ * The anchored clock's arithmetic, on made-up TSC values: one tick per ns
+ * (a factor of 1 in 32.32), a window of 1000 ticks.  Inside the window it
+ * extrapolates; before the anchor or past the window it asks for a new
+ * one; and it never gives a thread less than it gave it before, neither
+ * inside a window (a TSC that went back a little, on another CPU) nor at
+ * a new anchor (CLOCK_MONOTONIC behind the extrapolation).
+ */
+static void test_clock_anchor_arithmetic(void **state)
+{
+	struct fb_clock c = { .mult = 1ull << 32, .window = 1000 };
+	struct fb_clock_anchor a = { 0 };
+	uint64_t ns = 0;
+
+	(void)state;
+	/* No anchor yet: everything is outside. */
+	assert_false(fb_clock_extrapolate(&c, &a, 123456, &ns));
+	assert_int_equal(fb_clock_anchor_at(&a, 10000, 5000000), 5000000);
+	assert_true(fb_clock_extrapolate(&c, &a, 10500, &ns));
+	assert_int_equal(ns, 5000500);
+	a.last = ns;
+	assert_true(fb_clock_extrapolate(&c, &a, 11000, &ns));
+	assert_int_equal(ns, 5001000);
+	a.last = ns;
+	assert_false(fb_clock_extrapolate(&c, &a, 11001, &ns));
+	assert_false(fb_clock_extrapolate(&c, &a, 9999, &ns));
+	/* Back a little inside the window: held at the last value. */
+	assert_true(fb_clock_extrapolate(&c, &a, 10200, &ns));
+	assert_int_equal(ns, 5001000);
+	/* A new anchor behind what was given: held too. */
+	assert_int_equal(fb_clock_anchor_at(&a, 12000, 5000900), 5001000);
+	assert_int_equal(a.ns, 5001000);
+	assert_true(fb_clock_extrapolate(&c, &a, 12010, &ns));
+	assert_int_equal(ns, 5001010);
+	/* A factor of 2.5 ns per tick. */
+	c.mult = 5ull << 31;
+	assert_true(fb_clock_extrapolate(&c, &a, 12100, &ns));
+	assert_int_equal(ns, 5001250);
 }
 
 /* ---- averages at every switch -------------------------------------------- */
@@ -542,6 +596,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		TEST(test_clock_choice_and_order),
+		TEST(test_clock_anchor_arithmetic),
 		TEST(test_switch_updates_charge_the_runner),
 		TEST(test_handoffs_account_like_every_switch),
 		TEST(test_pingpong_shares_the_worker),

@@ -113,14 +113,19 @@ FB_CONFIG(BLOCKED_LOAD_INTERVAL_MS, INT, 1, 1000, NULL, "1",
 	  "most once per this many ms (Joel Fernandes' proposal was 50; "
 	  "`doc/scheduler.md` 6.2.8), 1 to 1000",
 	  "`1`")
-/* Words in the order of enum fb_clock_kind.  tsc parses everywhere, and
- * api/env.c refuses it where the kernel does not keep time with the TSC. */
-FB_CONFIG(CLOCK, ENUM, 0, 0, "auto tsc monotonic", "auto", clock, FB_CFG_NONE,
+/* Words in the order of enum fb_clock_kind.  tsc and anchored parse
+ * everywhere, and api/env.c refuses tsc where the kernel does not keep time
+ * with the TSC, anchored where the CPU's TSC is not invariant. */
+FB_CONFIG(CLOCK, ENUM, 0, 0, "auto tsc monotonic anchored", "auto", clock,
+	  FB_CFG_NONE,
 	  "the scheduler's clock for load tracking and balancing, read at "
 	  "every context switch: `tsc` (rdtsc scaled to ns, calibrated once "
 	  "per process; refused where the kernel's clocksource is not the "
-	  "TSC), `monotonic` (`clock_gettime` through the vDSO), `auto` (the "
-	  "TSC where the kernel trusts it)",
+	  "TSC), `anchored` (the same from an anchor on `CLOCK_MONOTONIC` "
+	  "that each thread renews every millisecond; refused where the CPU "
+	  "does not say its TSC is invariant), `monotonic` (`clock_gettime` "
+	  "through the vDSO), `auto` (`tsc` where the kernel trusts the TSC, "
+	  "else `anchored` where the CPU does, else `monotonic`)",
 	  "`auto`")
 /* FB_OFFLOAD_THREADS_DEFAULT (api/offload.h) is the same number. */
 FB_CONFIG(OFFLOAD_THREADS, INT, 1, 1024, NULL, "64", offload_threads,

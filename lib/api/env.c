@@ -252,13 +252,33 @@ int fb_parse_stats(const char *var, const char *value, enum fb_stats_mode *out,
 	return rc;
 }
 
-/* tsc is one of LIBFIBER_CLOCK's words everywhere; it runs only where the
- * kernel keeps time with the TSC. */
+/* tsc and anchored are LIBFIBER_CLOCK's words everywhere; tsc runs only
+ * where the kernel keeps time with the TSC, anchored where the CPU says its
+ * TSC is invariant. */
 static int tsc_refused(const char *var, char *err, size_t errlen)
 {
 	return bad(err, errlen, var, "tsc",
 		   "the kernel's clocksource is not the TSC here",
 		   "auto or monotonic");
+}
+
+static int anchored_refused(const char *var, char *err, size_t errlen)
+{
+	return bad(err, errlen, var, "anchored",
+		   "this CPU does not say its TSC is invariant",
+		   "auto or monotonic");
+}
+
+/* clock_refused - the kind @k that parses here and is refused all the
+ * same, or 0. */
+static int clock_refused(const char *var, enum fb_clock_kind k, char *err,
+			 size_t errlen)
+{
+	if (k == FB_CLOCK_TSC && !fb_tsc_usable())
+		return tsc_refused(var, err, errlen);
+	if (k == FB_CLOCK_ANCHORED && !fb_tsc_invariant())
+		return anchored_refused(var, err, errlen);
+	return 0;
 }
 
 int fb_parse_clock(const char *var, const char *value, enum fb_clock_kind *out,
@@ -269,8 +289,9 @@ int fb_parse_clock(const char *var, const char *value, enum fb_clock_kind *out,
 	rc = fb_parse_enum(var, value, vars[V_CLOCK].words, &i, err, errlen);
 	if (rc)
 		return rc;
-	if (i == FB_CLOCK_TSC && !fb_tsc_usable())
-		return tsc_refused(var, err, errlen);
+	rc = clock_refused(var, (enum fb_clock_kind)i, err, errlen);
+	if (rc)
+		return rc;
 	*out = (enum fb_clock_kind)i;
 	return 0;
 }
@@ -406,10 +427,8 @@ static int load(struct fb_env *env, const struct fiber_config *c, char *err,
 		if (rc)
 			return rc;
 	}
-	/* The one value that parses and is refused all the same. */
-	if (env->clock == FB_CLOCK_TSC && !fb_tsc_usable())
-		return tsc_refused(vars[V_CLOCK].name, err, errlen);
-	return 0;
+	/* The values that parse and are refused all the same. */
+	return clock_refused(vars[V_CLOCK].name, env->clock, err, errlen);
 }
 
 int fb_env_load(struct fb_env *env, const struct fiber_config *config)

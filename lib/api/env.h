@@ -99,8 +99,9 @@ int fb_parse_enum(const char *var, const char *value, const char *words,
 /* LIBFIBER_STATS: 0, 1 or json (api/config.h's words). */
 int fb_parse_stats(const char *var, const char *value, enum fb_stats_mode *out,
 		   char *err, size_t errlen);
-/* LIBFIBER_CLOCK: auto, tsc or monotonic (api/config.h's words); tsc is
- * refused (EINVAL) where the kernel does not keep time with the TSC
+/* LIBFIBER_CLOCK: auto, tsc, monotonic or anchored (api/config.h's words);
+ * tsc is refused (EINVAL) where the kernel does not keep time with the TSC,
+ * anchored where the CPU does not say its TSC is invariant
  * (base/clock.h). */
 int fb_parse_clock(const char *var, const char *value, enum fb_clock_kind *out,
 		   char *err, size_t errlen);

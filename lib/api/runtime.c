@@ -123,9 +123,10 @@ static int start(const struct fiber_config *config)
 	if (rc)
 		return rc;
 	if (fb_clock_setup(env.clock)) {
-		fprintf(stderr, "libfiber: LIBFIBER_CLOCK=\"tsc\": the TSC "
-				"could not be calibrated; expected auto or "
-				"monotonic\n");
+		fprintf(stderr,
+			"libfiber: LIBFIBER_CLOCK=\"%s\": the TSC could not be "
+			"calibrated; expected auto or monotonic\n",
+			env.clock == FB_CLOCK_ANCHORED ? "anchored" : "tsc");
 		rc = EINVAL;
 		goto fail;
 	}

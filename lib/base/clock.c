@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -18,8 +19,12 @@
 #include "base/clock.h"
 
 struct fb_clock fb_clock;
+__thread struct fb_clock_anchor fb_clock_here
+	__attribute__((tls_model("initial-exec")));
 
 #ifdef __x86_64__
+#include <cpuid.h>
+
 static struct fb_clock tsc_calibrated;
 static pthread_once_t tsc_once = PTHREAD_ONCE_INIT;
 
@@ -60,6 +65,32 @@ static void calibrate(void)
 }
 #endif
 
+uint64_t fb_clock_reanchor(void)
+{
+#ifdef __x86_64__
+	uint64_t a = __builtin_ia32_rdtsc();
+	uint64_t ns = fb_now_ns();
+	uint64_t b = __builtin_ia32_rdtsc();
+
+	/* The TSC of the middle of the read; b < a: moved to another CPU. */
+	return fb_clock_anchor_at(&fb_clock_here, b > a ? a + (b - a) / 2 : b,
+				  ns);
+#else
+	return fb_now_ns();
+#endif
+}
+
+bool fb_tsc_invariant(void)
+{
+#ifdef __x86_64__
+	unsigned int a, b, c, d;
+
+	return __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8));
+#else
+	return false;
+#endif
+}
+
 bool fb_tsc_usable(void)
 {
 #ifdef __x86_64__
@@ -81,21 +112,49 @@ bool fb_tsc_usable(void)
 
 int fb_clock_setup(enum fb_clock_kind kind)
 {
+	bool anchored;
+
 	memset(&fb_clock, 0, sizeof(fb_clock));
-	if (kind == FB_CLOCK_MONOTONIC)
+	switch (kind) {
+	case FB_CLOCK_MONOTONIC:
 		return 0;
-	if (!fb_tsc_usable())
-		return kind == FB_CLOCK_TSC ? ENOTSUP : 0;
+	case FB_CLOCK_TSC:
+		if (!fb_tsc_usable())
+			return ENOTSUP;
+		anchored = false;
+		break;
+	case FB_CLOCK_ANCHORED:
+		if (!fb_tsc_invariant())
+			return ENOTSUP;
+		anchored = true;
+		break;
+	default: /* auto: the kernel's TSC, else the CPU's invariant one */
+		anchored = !fb_tsc_usable();
+		if (anchored && !fb_tsc_invariant())
+			return 0;
+		break;
+	}
 #ifdef __x86_64__
 	pthread_once(&tsc_once, calibrate);
 	fb_clock = tsc_calibrated;
 #endif
-	if (!fb_clock.mult && kind == FB_CLOCK_TSC)
-		return ENOTSUP;
+	if (!fb_clock.mult)
+		return kind == FB_CLOCK_AUTO ? 0 : ENOTSUP;
+	if (anchored) {
+		/* Ticks per window; at least one. */
+		fb_clock.window =
+			(uint64_t)(((unsigned __int128)FB_CLOCK_WINDOW_NS
+				    << 32) /
+				   fb_clock.mult);
+		if (!fb_clock.window)
+			fb_clock.window = 1;
+	}
 	return 0;
 }
 
 const char *fb_clock_name(void)
 {
-	return fb_clock.mult ? "tsc" : "monotonic";
+	if (!fb_clock.mult)
+		return "monotonic";
+	return fb_clock.window ? "anchored" : "tsc";
 }
