@@ -80,6 +80,17 @@ uint64_t fb_clock_reanchor(void)
 #endif
 }
 
+fb_noinline uint64_t fb_clock_anchored(uint64_t t)
+{
+	struct fb_clock_anchor *a = &fb_clock_here;
+	uint64_t ns;
+
+	if (fb_unlikely(!fb_clock_extrapolate(&fb_clock, a, t, &ns)))
+		return fb_clock_reanchor();
+	a->last = ns;
+	return ns;
+}
+
 bool fb_tsc_invariant(void)
 {
 #ifdef __x86_64__

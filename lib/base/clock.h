@@ -110,6 +110,9 @@ static inline uint64_t fb_clock_anchor_at(struct fb_clock_anchor *a, uint64_t t,
 
 /* fb_clock_reanchor - anchor the calling thread now (base/clock.c). */
 uint64_t fb_clock_reanchor(void);
+/* fb_clock_anchored - the anchored clock at TSC @t for the calling
+ * thread (base/clock.c). */
+uint64_t fb_clock_anchored(uint64_t t);
 
 /*
  * fb_clock_setup - choose the scheduler clock for the next runtime.
@@ -135,16 +138,14 @@ static inline uint64_t fb_sched_clock(void)
 {
 #ifdef __x86_64__
 	if (fb_likely(fb_clock.mult)) {
-		uint64_t t = __builtin_ia32_rdtsc(), ns;
+		uint64_t t = __builtin_ia32_rdtsc();
 		int64_t d;
 
-		if (fb_clock.window) {
-			if (fb_unlikely(!fb_clock_extrapolate(
-				    &fb_clock, &fb_clock_here, t, &ns)))
-				return fb_clock_reanchor();
-			fb_clock_here.last = ns;
-			return ns;
-		}
+		/* Out of line: a fiber may move to another thread between
+		 * two reads, so the anchor's address must be taken afresh
+		 * inside a call, never kept across one by the caller. */
+		if (fb_clock.window)
+			return fb_clock_anchored(t);
 		d = (int64_t)(t - fb_clock.tsc0);
 
 		if (fb_unlikely(d < 0))
