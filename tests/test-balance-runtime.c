@@ -363,16 +363,27 @@ static void test_balance_sleeper_decays_stop(void **state)
 	assert_int_equal(k2, k1);
 }
 
+/* Teardown: a failed assertion leaves the runtime up; stop it, so that
+ * the next test can start its own (ESRCH when it is down is fine). */
+static int stop_runtime(void **state)
+{
+	(void)state;
+	atomic_store(&stop, 1);
+	fiber_shutdown();
+	return 0;
+}
+
+#define TEST(fn) cmocka_unit_test_teardown(fn, stop_runtime)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_balance_asym_packs_onto_lowest_workers),
-		cmocka_unit_test(test_balance_no_asym_leaves_lone_fibers),
-		cmocka_unit_test(test_balance_asym_honours_running_affinity),
-		cmocka_unit_test(test_balance_affined_creator_spreads_children),
-		cmocka_unit_test(
-			test_balance_affined_creator_stays_local_without_cap),
-		cmocka_unit_test(test_balance_sleeper_decays_stop),
+		TEST(test_balance_asym_packs_onto_lowest_workers),
+		TEST(test_balance_no_asym_leaves_lone_fibers),
+		TEST(test_balance_asym_honours_running_affinity),
+		TEST(test_balance_affined_creator_spreads_children),
+		TEST(test_balance_affined_creator_stays_local_without_cap),
+		TEST(test_balance_sleeper_decays_stop),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
