@@ -98,7 +98,8 @@ static int wait_for(atomic_int *v, unsigned s)
 }
 
 /* The switch away from @leaving: hold it until the foreign thread has
- * woken everyone (at most 2 s: a waker that waits for on_worker instead
+ * woken everyone (at most 20 s, for a loaded CI machine: a waker that
+ * waits for on_worker instead
  * of pushing would wait for us), and note ttwu_pending meanwhile. */
 static void hold_switch(void)
 {
@@ -108,7 +109,7 @@ static void hold_switch(void)
 		return;
 	atomic_store(&leaving, NULL);
 	atomic_store(&in_hook, 1);
-	wait_for(&woken, 2);
+	wait_for(&woken, 20);
 	atomic_store(&pending_in_hook,
 		     (int)fb_load_relaxed(&w->pw.ttwu_pending));
 }
