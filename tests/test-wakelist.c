@@ -99,8 +99,8 @@ static int wait_for(atomic_int *v, unsigned s)
 
 /* The switch away from @leaving: hold it until the foreign thread has
  * woken everyone (at most 20 s, for a loaded CI machine: a waker that
- * waits for on_worker instead
- * of pushing would wait for us), and note ttwu_pending meanwhile. */
+ * waits for on_worker instead of pushing would wait for us), and note
+ * ttwu_pending meanwhile. */
 static void hold_switch(void)
 {
 	struct fb_worker *w = fb_worker_self();
