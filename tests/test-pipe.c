@@ -4,7 +4,8 @@
  * pseudo-random stream in random chunk sizes arrives intact, EOF after the
  * write end closes and the buffer drains, EPIPE once the read end closes
  * (with the count of what got in), EBADF on a closed end, partial reads,
- * the default capacity, and a one-byte ping-pong on one worker.
+ * the default capacity, a one-byte ping-pong on one worker, and short
+ * reads served while the reader waits landing exactly where asked.
  *
  * Fibers never call cmocka assertions (a failure would longjmp off their
  * stack); they record results and the test thread asserts them.
@@ -439,6 +440,82 @@ static void test_pipe_pingpong_one_byte_on_one_worker(void **state)
 	runtime_stop();
 }
 
+/* ---- short reads served while the reader waits ---- */
+
+/* One read of @len bytes into the middle of a guarded buffer, made while
+ * the ring is empty, so that it queues and the writer serves it; then
+ * @wlen bytes (@wlen <= @len) written at once. */
+struct waited_read {
+	size_t len, wlen;
+	atomic_int queued;
+	int err;
+	size_t done;
+	uint8_t buf[64];
+};
+
+#define GUARD 0xee
+#define AT 16 /* where the read lands in buf */
+
+static void *waited_reader(void *arg)
+{
+	struct waited_read *t = arg;
+
+	atomic_store(&t->queued, 1);
+	t->err = fiber_pipe_read(pipe_, t->buf + AT, t->len, &t->done);
+	return NULL;
+}
+
+static void *waited_writer(void *arg)
+{
+	struct waited_read *t = arg;
+	uint8_t msg[64];
+	size_t done = 0;
+
+	/* One worker: the reader set the flag, then parked in its read. */
+	while (!atomic_load(&t->queued))
+		fiber_yield();
+	for (size_t i = 0; i < t->wlen; i++)
+		msg[i] = (uint8_t)(0x40 + i);
+	if (fiber_pipe_write(pipe_, msg, t->wlen, &done) || done != t->wlen)
+		t->err = -2;
+	return NULL;
+}
+
+/* Every length around the size a waiting reader gets inline (16): the
+ * bytes land where the caller asked, only there, and only as many as were
+ * written, whether the writer filled the request or not. */
+static void test_pipe_waiting_short_reads_land_exactly(void **state)
+{
+	(void)state;
+	runtime_start(1);
+	assert_int_equal(fiber_pipe_create(&pipe_, 0), 0);
+	for (size_t len = 1; len <= 20; len++) {
+		for (size_t wlen = len; wlen + 2 >= len && wlen; wlen--) {
+			struct waited_read t = { .len = len, .wlen = wlen };
+			long long parks = fiber_stats_counter("parks");
+			fiber_t r, w;
+
+			memset(t.buf, GUARD, sizeof(t.buf));
+			r = spawn(waited_reader, &t);
+			w = spawn(waited_writer, &t);
+			join(r);
+			join(w);
+			assert_int_equal(t.err, 0);
+			assert_int_equal(t.done, wlen);
+			assert_true(fiber_stats_counter("parks") > parks);
+			for (size_t i = 0; i < sizeof(t.buf); i++) {
+				uint8_t want = GUARD;
+
+				if (i >= AT && i < AT + wlen)
+					want = (uint8_t)(0x40 + i - AT);
+				assert_int_equal(t.buf[i], want);
+			}
+		}
+	}
+	assert_int_equal(fiber_pipe_destroy(pipe_), 0);
+	runtime_stop();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -449,6 +526,7 @@ int main(void)
 		TEST(test_pipe_blocked_writer_gets_epipe_with_count),
 		TEST(test_pipe_blocked_reader_gets_eof),
 		TEST(test_pipe_pingpong_one_byte_on_one_worker),
+		TEST(test_pipe_waiting_short_reads_land_exactly),
 		TEST(test_pipe_odd_capacity_wraps_correctly),
 		TEST(test_pipe_short_chunks_arrive_intact),
 		TEST(test_pipe_64mib_random_chunks_arrive_intact),
