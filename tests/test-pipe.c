@@ -331,7 +331,10 @@ static void test_pipe_blocked_writer_gets_epipe_with_count(void **state)
 	assert_int_equal(fiber_pipe_close_read(pipe_), 0);
 	join(f);
 	assert_int_equal(r.err, EPIPE);
-	assert_true(r.done >= 16 && r.done <= 16 + done);
+	/* At least what the reader got (the writer may have served it and
+	 * then let the lock go, to back the ring's page, before filling
+	 * it), at most that and a full ring. */
+	assert_true(r.done >= done && r.done <= 16 + done);
 	assert_int_equal(fiber_pipe_close_write(pipe_), 0);
 	assert_int_equal(fiber_pipe_destroy(pipe_), 0);
 	runtime_stop();
