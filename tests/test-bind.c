@@ -256,12 +256,30 @@ static bool wait_counter(const char *name, long long n, int secs)
 	return false;
 }
 
+/*
+ * WAIT_FOR - sleep until @cond holds; after @secs seconds fail the test,
+ * saying what it waited for.  A bounded wait: the teardown then stops
+ * the spinner and the runtime, where an endless one would leave meson's
+ * timeout with nothing to report.
+ */
+#define WAIT_FOR(cond, secs, what)                                             \
+	do {                                                                   \
+		for (long i_ = 0; !(cond); i_++) {                             \
+			if (i_ == (secs)*1000L)                                \
+				fail_msg("%s: still not after %d s (unpins "   \
+					 "%lld, repins %lld)",                 \
+					 what, secs,                           \
+					 fiber_stats_counter("unpins"),        \
+					 fiber_stats_counter("repins"));       \
+			usleep(1000);                                          \
+		}                                                              \
+	} while (0)
+
 static int probe(void)
 {
 	atomic_store(&spin_cpus, 0);
 	atomic_store(&want_probe, 1);
-	while (atomic_load(&spin_cpus) == 0)
-		usleep(1000);
+	WAIT_FOR(atomic_load(&spin_cpus) != 0, 60, "the spinner's answer");
 	return atomic_load(&spin_cpus);
 }
 
@@ -291,8 +309,7 @@ static fiber_t start_spinner(void)
 	atomic_store(&spin_cpu, -1);
 	assert_int_equal(fiber_create(&f, &attr, spinner, NULL), 0);
 	fiber_attr_destroy(&attr);
-	while (atomic_load(&spin_cpu) < 0)
-		usleep(1000);
+	WAIT_FOR(atomic_load(&spin_cpu) >= 0, 60, "the spinner's start");
 	return f;
 }
 
@@ -330,13 +347,18 @@ static void test_bind_shared_cpu_unpins(void **state)
  * the worker's affinity is the process's), quiet (pinned again: one CPU).
  */
 static atomic_long fake_preempts, fake_rate;
+static _Thread_local long fake_mine;
 
 static long fake(void)
 {
-	/* Every worker reads it: each check sees at least @fake_rate new
-	 * preemptions since its last. */
-	return atomic_fetch_add(&fake_preempts, atomic_load(&fake_rate)) +
-	       atomic_load(&fake_rate);
+	/* Each worker's check sees exactly @fake_rate new preemptions since
+	 * its last: a count shared by the workers would hand a slow worker
+	 * the checks of a quick one too (the idle worker checks each 25 ms,
+	 * a busy one at its tick), and on a slow host that sum passed
+	 * FB_BIND_SHARED_PREEMPTS.  @fake_preempts counts the checks. */
+	atomic_fetch_add(&fake_preempts, 1);
+	fake_mine += atomic_load(&fake_rate);
+	return fake_mine;
 }
 
 static void test_bind_cycle_unpin_and_repin(void **state)
@@ -369,12 +391,13 @@ static void test_bind_cycle_unpin_and_repin(void **state)
 /* The wait signal in the runtime: a few injected preemptions per interval
  * unpin a worker only while the injected wait grows by more than
  * FB_BIND_HURT_WAIT_NS per interval. */
-static atomic_llong fake_wait_ns, fake_wait_rate;
+static atomic_llong fake_wait_rate;
+static _Thread_local int64_t fake_wait_mine;
 
 static int64_t fake_wait(void)
 {
-	return atomic_fetch_add(&fake_wait_ns, atomic_load(&fake_wait_rate)) +
-	       atomic_load(&fake_wait_rate);
+	fake_wait_mine += atomic_load(&fake_wait_rate);
+	return fake_wait_mine;
 }
 
 static void test_bind_runtime_unpins_on_long_waits(void **state)
@@ -400,8 +423,9 @@ static void test_bind_runtime_unpins_on_long_waits(void **state)
 	{
 		long seen = atomic_load(&fake_preempts);
 
-		while (atomic_load(&fake_preempts) < seen + 20 * FB_BIND_WINDOW)
-			usleep(1000);
+		WAIT_FOR(atomic_load(&fake_preempts) >=
+				 seen + 20 * FB_BIND_WINDOW,
+			 60, "20 windows of checks");
 	}
 	assert_int_equal(probe(), 1);
 	assert_int_equal(fiber_stats_counter("unpins"), 0);
@@ -483,21 +507,42 @@ static void test_bind_forced_stays_pinned_when_shared(void **state)
 	runtime_stop();
 }
 
+/* Teardown: what a failed assertion left running.  fiber_shutdown waits
+ * for runnable fibers, and the spinner runs until told to stop, so a
+ * failure in a runtime test must stop it (and the hog) first, or it
+ * would hang there instead of reporting. */
+static long (*saved_preempts)(void);
+static int64_t (*saved_wait)(void);
+
+static int stop_all(void **state)
+{
+	atomic_store(&stop_spin, 1);
+	atomic_store(&stop_hog, 1);
+	stop_if_running(state);
+	fb_bind_preempts = saved_preempts;
+	fb_bind_wait = saved_wait;
+	return 0;
+}
+
+#define BTEST(fn) cmocka_unit_test_teardown(fn, stop_all)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		TEST(test_bind_pinned_worker_keeps_its_pu_when_rarely_preempted),
-		TEST(test_bind_window_sums_the_last_intervals),
-		TEST(test_bind_few_long_preemptions_unpin),
-		TEST(test_bind_unpinned_worker_repins_after_quiet_intervals),
-		TEST(test_bind_quiet_asked_doubles_up_to_the_bound),
-		TEST(test_bind_shared_verdict_follows_the_window),
-		TEST(test_bind_shared_cpu_unpins),
-		TEST(test_bind_cycle_unpin_and_repin),
-		TEST(test_bind_runtime_unpins_on_long_waits),
-		TEST(test_bind_wait_reads_schedstat),
-		TEST(test_bind_forced_stays_pinned_when_shared),
+		BTEST(test_bind_pinned_worker_keeps_its_pu_when_rarely_preempted),
+		BTEST(test_bind_window_sums_the_last_intervals),
+		BTEST(test_bind_few_long_preemptions_unpin),
+		BTEST(test_bind_unpinned_worker_repins_after_quiet_intervals),
+		BTEST(test_bind_quiet_asked_doubles_up_to_the_bound),
+		BTEST(test_bind_shared_verdict_follows_the_window),
+		BTEST(test_bind_shared_cpu_unpins),
+		BTEST(test_bind_cycle_unpin_and_repin),
+		BTEST(test_bind_runtime_unpins_on_long_waits),
+		BTEST(test_bind_wait_reads_schedstat),
+		BTEST(test_bind_forced_stays_pinned_when_shared),
 	};
 
+	saved_preempts = fb_bind_preempts;
+	saved_wait = fb_bind_wait;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
