@@ -10,6 +10,8 @@
  */
 #include <fiber.h>
 
+#include "args.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -63,6 +65,10 @@ out:
 	return NULL;
 }
 
+static const char usage[] =
+	"usage: echo-client [--port N] [--workers N] [--addr A.B.C.D] "
+	"[--conns N] [--rounds N]\n";
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -76,23 +82,50 @@ int main(int argc, char **argv)
 	fiber_t *f;
 
 	while ((c = getopt_long(argc, argv, "p:w:a:c:r:", opts, NULL)) != -1) {
-		if (c == 'p')
-			port = atoi(optarg);
-		else if (c == 'w')
-			cfg.workers = (unsigned int)atoi(optarg);
-		else if (c == 'a')
+		const char *name = c == 'p' ? "--port" :
+				   c == 'w' ? "--workers" :
+				   c == 'c' ? "--conns" :
+					      "--rounds";
+		long n = 0;
+
+		if (c == 'a') {
 			addr = optarg;
-		else if (c == 'c')
-			conns = atoi(optarg);
-		else if (c == 'r')
-			rounds = atoi(optarg);
-		else
+			continue;
+		}
+		if (c == '?' || c == ':' ||
+		    arg_number("echo-client", name, optarg,
+			       c == 'w' || c == 'p' ? 0 : 1,
+			       c == 'p' ? 65535 :
+			       c == 'w' ? 1024 :
+					  1000000000,
+			       &n)) {
+			fputs(usage, stderr);
 			return 2;
+		}
+		if (c == 'p')
+			port = (int)n;
+		else if (c == 'w')
+			cfg.workers = (unsigned int)n;
+		else if (c == 'c')
+			conns = (int)n;
+		else
+			rounds = (int)n;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "echo-client: unexpected argument '%s'\n",
+			argv[optind]);
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (inet_pton(AF_INET, addr, &server.sin_addr) != 1) {
+		fprintf(stderr,
+			"echo-client: --addr '%s' is not an IPv4 address\n",
+			addr);
+		return 2;
 	}
 	server.sin_port = htons((uint16_t)port);
 	f = calloc((size_t)conns, sizeof(*f));
-	if (!f || inet_pton(AF_INET, addr, &server.sin_addr) != 1 ||
-	    fiber_init(&cfg)) {
+	if (!f || fiber_init(&cfg)) {
 		fprintf(stderr, "echo-client: cannot start\n");
 		return 1;
 	}

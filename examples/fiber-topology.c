@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "base/common.h"
 #include "topo/view.h"
 
@@ -177,7 +178,12 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--topology") && i + 1 < argc) {
 			spec = argv[++i];
 		} else if (!strcmp(argv[i], "--workers") && i + 1 < argc) {
-			workers = atoi(argv[++i]);
+			long n;
+
+			if (arg_number("fiber-topology", "--workers", argv[++i],
+				       0, 1024, &n))
+				return 2;
+			workers = (int)n;
 		} else {
 			fputs(usage,
 			      strcmp(argv[i], "--help") ? stderr : stdout);

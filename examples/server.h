@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * server.h - the skeleton echo-server.c and httpd.c share: the options
- * (--port N, default 8080, 0 for one the kernel picks, printed in the
- * "listening on" line; --workers N; --addr A.B.C.D, default 127.0.0.1),
- * the listening socket, an acceptor fiber that starts one detached fiber per
- * connection and backs off when out of descriptors (EMFILE: the listening
- * socket stays readable, so retrying at once would spin a worker), and a
- * clean stop on SIGINT/SIGTERM: stop accepting, shut every connection down
- * (its fiber reads end of file and exits), then shut the runtime down.
+ * server.h - the skeleton echo-server.c, httpd.c and kv.c share: the
+ * options (--port N, default 8080, 0 for one the kernel picks, printed in
+ * the "listening on" line; --workers N; --addr A.B.C.D, default 127.0.0.1;
+ * --help; an unknown option, a missing value or a value out of range is
+ * named on stderr with the usage, exit status 2), the listening socket, an
+ * acceptor fiber that starts one detached fiber per connection and backs
+ * off when out of descriptors (EMFILE: the listening socket stays readable,
+ * so retrying at once would spin a worker), and a clean stop on
+ * SIGINT/SIGTERM: stop accepting, shut every connection down (its fiber
+ * reads end of file and exits), then shut the runtime down.
  *
  * --threads runs the same connection function on one kernel thread per
  * connection, over blocking sockets and without the runtime (fiber_read
@@ -16,6 +18,8 @@
  * against, in the same program.
  */
 #include <fiber.h>
+
+#include "args.h"
 
 #include <arpa/inet.h>
 #include <pthread.h>
@@ -136,6 +140,22 @@ static void *acceptor(void *arg)
 	return NULL;
 }
 
+static void server_usage(FILE *f, const char *name)
+{
+	fprintf(f,
+		"usage: %s [--port N] [--addr A.B.C.D] [--workers N] "
+		"[--threads]\n"
+		"  --port N      TCP port, 0-65535 (default 8080; 0: the "
+		"kernel picks one)\n"
+		"  --addr A      IPv4 address to listen on (default "
+		"127.0.0.1)\n"
+		"  --workers N   worker threads, 1-1024 (default or 0: the "
+		"runtime's, see fiber_init(3))\n"
+		"  --threads     a kernel thread per connection instead of "
+		"fibers\n",
+		name);
+}
+
 static int server_main(int argc, char **argv, const char *name,
 		       void *(*serve)(void *))
 {
@@ -149,14 +169,44 @@ static int server_main(int argc, char **argv, const char *name,
 	fiber_t acc;
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--threads"))
+		const char *opt = argv[i],
+			   *val = i + 1 < argc ? argv[i + 1] : NULL;
+		long n;
+
+		if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
+			server_usage(stdout, name);
+			return 0;
+		} else if (!strcmp(opt, "--threads")) {
 			threads_mode = true;
-		else if (i + 1 < argc && !strcmp(argv[i], "--port"))
-			port = atoi(argv[++i]);
-		else if (i + 1 < argc && !strcmp(argv[i], "--workers"))
-			cfg.workers = (unsigned int)atoi(argv[++i]);
-		else if (i + 1 < argc && !strcmp(argv[i], "--addr"))
-			addr = argv[++i];
+			continue;
+		} else if (!strcmp(opt, "--addr") && val) {
+			addr = val;
+		} else if (!strcmp(opt, "--port") && val) {
+			if (arg_number(name, opt, val, 0, 65535, &n))
+				return 2;
+			port = (int)n;
+		} else if (!strcmp(opt, "--workers") && val) {
+			if (arg_number(name, opt, val, 0, 1024, &n))
+				return 2;
+			cfg.workers = (unsigned int)n;
+		} else {
+			if (!strcmp(opt, "--addr") || !strcmp(opt, "--port") ||
+			    !strcmp(opt, "--workers"))
+				fprintf(stderr, "%s: %s needs a value\n", name,
+					opt);
+			else
+				fprintf(stderr, "%s: unknown option '%s'\n",
+					name, opt);
+			server_usage(stderr, name);
+			return 2;
+		}
+		i++; /* the option's value */
+	}
+	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
+		fprintf(stderr,
+			"%s: --addr '%s' is not an IPv4 address (A.B.C.D)\n",
+			name, addr);
+		return 2;
 	}
 	serve_fn = serve;
 	sigemptyset(&set);
@@ -169,7 +219,7 @@ static int server_main(int argc, char **argv, const char *name,
 		     SOCK_STREAM | SOCK_CLOEXEC |
 			     (threads_mode ? 0 : SOCK_NONBLOCK),
 		     0);
-	if (lfd < 0 || inet_pton(AF_INET, addr, &sa.sin_addr) != 1 ||
+	if (lfd < 0 ||
 	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    getsockname(lfd, (struct sockaddr *)&sa, &salen) ||

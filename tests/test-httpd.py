@@ -12,7 +12,12 @@ Starts HTTPD on a port the kernel picks (--port 0, read back from its
 - 304 small GETs in one write, more than its 8 KiB buffer: every one is
   answered, in order, on the open connection (it used to reset it);
 - headers longer than the buffer: answered 431, then closed.
-Then SIGINT must stop it with exit status 0.  Exit 77 (skip) only when
+Then SIGINT must stop it with exit status 0.  Before that, the options:
+--help prints the usage and exits 0; an unknown option, a missing value
+and a port, worker count or address out of range each exit 2 with the
+option and the value named on stderr, before listening on anything (a
+typo once started a server on port 8080, and "--port abc" one on a port
+the kernel picked).  Exit 77 (skip) only when
 HTTPD is not built (-Dexamples=false).  The timeouts bound a hang; they
 are not measurements.
 """
@@ -119,12 +124,49 @@ def headers_past_the_buffer(port):
     assert data.startswith(b"HTTP/1.1 431 "), data[:200]
 
 
+BAD_OPTIONS = [
+    (["--help-me"], "unknown option '--help-me'"),
+    (["--port"], "--port needs a value"),
+    (["--port", "abc"], "--port 'abc' is not a whole number"),
+    (["--port", "65536"], "--port '65536' is not a whole number"),
+    (["--port", "-1"], "--port '-1' is not a whole number"),
+    (["--port", "80x"], "--port '80x' is not a whole number"),
+    (["--workers", "0x4"], "--workers '0x4' is not a whole number"),
+    (["--workers", "1025"], "--workers '1025' is not a whole number"),
+    (["--addr", "localhost"], "--addr 'localhost' is not an IPv4"),
+    (["--threads", "8080"], "unknown option '8080'"),
+]
+
+
+def options():
+    """--help and every bad option; returns the number of failures."""
+    failed = 0
+    r = subprocess.run([HTTPD, "--help"], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    if r.returncode != 0 or not r.stdout.startswith("usage: httpd"):
+        failed += 1
+        print("FAIL - --help: status %d, %r" % (r.returncode, r.stdout))
+    else:
+        print("ok - --help prints the usage")
+    for args, want in BAD_OPTIONS:
+        r = subprocess.run([HTTPD] + args, capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        if r.returncode != 2 or want not in r.stderr or \
+                "listening" in r.stdout:
+            failed += 1
+            print("FAIL - %s: status %d, stderr %r, stdout %r" %
+                  (" ".join(args), r.returncode, r.stderr, r.stdout))
+        else:
+            print("ok - %s is refused: %s" % (" ".join(args), want))
+    return failed
+
+
 def main():
     if not os.access(HTTPD, os.X_OK):
         print("SKIP: %s not built (-Dexamples=false)" % HTTPD)
         return 77
+    failed = options()
     proc, port = start()
-    failed = 0
     try:
         for t in (short_body_then_half_close, pipelined_past_the_buffer,
                   headers_past_the_buffer):
