@@ -182,6 +182,45 @@ static void test_bind_shared_verdict_follows_the_window(void **state)
 	assert_true(b.shared);
 }
 
+/* The crowded verdict, which stops the idle poll (FB_POLL_CROWDED_WAIT_NS),
+ * is the window's wait alone: set when the window's sum reaches the
+ * threshold, whatever the preemption count and pinned or not, and
+ * cleared once the intervals that made it have left the window. */
+static void test_bind_crowded_verdict_is_the_window_wait(void **state)
+{
+	struct fb_wbind b = { .pinned = true };
+	const int64_t part = FB_POLL_CROWDED_WAIT_NS / FB_BIND_WINDOW;
+
+	(void)state;
+	assert_int_equal(flush(&b, 0), FB_BIND_KEEP);
+	assert_false(b.crowded);
+	/* Just under the threshold over the whole window. */
+	for (int i = 0; i < FB_BIND_WINDOW - 1; i++) {
+		assert_int_equal(fb_bind_decide(&b, 0, part), FB_BIND_KEEP);
+		assert_false(b.crowded);
+	}
+	assert_int_equal(fb_bind_decide(&b, 0, part - 1), FB_BIND_KEEP);
+	assert_false(b.crowded);
+	/* The interval that completes it: crowded, and with no preemption
+	 * counted not shared, so still pinned. */
+	assert_int_equal(fb_bind_decide(&b, 0, part + 1), FB_BIND_KEEP);
+	assert_true(b.crowded);
+	assert_false(b.shared);
+	assert_true(b.pinned);
+	/* It stays while the window holds enough of the wait... */
+	assert_int_equal(fb_bind_decide(&b, 0, part), FB_BIND_KEEP);
+	assert_true(b.crowded);
+	/* ...and goes with the intervals that made it. */
+	for (int i = 0; i < FB_BIND_WINDOW - 1; i++)
+		fb_bind_decide(&b, 0, 0);
+	assert_false(b.crowded);
+	/* An unknown wait (-1: no schedstat) counts as none. */
+	for (int i = 0; i < FB_BIND_WINDOW; i++)
+		fb_bind_decide(&b, FB_BIND_SHARED_PREEMPTS, -1);
+	assert_false(b.crowded);
+	assert_true(b.shared);
+}
+
 static void test_bind_quiet_asked_doubles_up_to_the_bound(void **state)
 {
 	struct fb_wbind b = { .pinned = true };
@@ -394,10 +433,27 @@ static void test_bind_cycle_unpin_and_repin(void **state)
 static atomic_llong fake_wait_rate;
 static _Thread_local int64_t fake_wait_mine;
 
+static atomic_long wait_checks[2]; /* fake_wait's calls, by worker */
+
 static int64_t fake_wait(void)
 {
+	struct fb_worker *w = fb_worker_self();
+
+	if (w && w->id < 2)
+		atomic_fetch_add(&wait_checks[w->id], 1);
 	fake_wait_mine += atomic_load(&fake_wait_rate);
 	return fake_wait_mine;
+}
+
+/* inject - adaptive pinning (LIBFIBER_BIND unset) on injected signals:
+ * @rate preemptions and @wait_rate ns of run-queue wait per check. */
+static void inject(long rate, long long wait_rate)
+{
+	unsetenv("LIBFIBER_BIND");
+	atomic_store(&fake_rate, rate);
+	atomic_store(&fake_wait_rate, wait_rate);
+	fb_bind_preempts = fake;
+	fb_bind_wait = fake_wait;
 }
 
 static void test_bind_runtime_unpins_on_long_waits(void **state)
@@ -410,12 +466,8 @@ static void test_bind_runtime_unpins_on_long_waits(void **state)
 	(void)state;
 	if (all < 2)
 		skip();
-	unsetenv("LIBFIBER_BIND");
 	/* In the window: at least HURT, fewer than SHARED. */
-	atomic_store(&fake_rate, 1);
-	atomic_store(&fake_wait_rate, 0);
-	fb_bind_preempts = fake;
-	fb_bind_wait = fake_wait;
+	inject(1, 0);
 	runtime_start(2);
 	f = start_spinner();
 	assert_int_equal(probe(), 1);
@@ -437,6 +489,172 @@ static void test_bind_runtime_unpins_on_long_waits(void **state)
 	runtime_stop();
 	fb_bind_preempts = saved;
 	fb_bind_wait = saved_wait;
+}
+
+/* Sleeps @arg times for a millisecond, so that its worker goes idle each
+ * time. */
+static void *napper(void *arg)
+{
+	for (long i = 0; i < (long)(intptr_t)arg; i++)
+		fiber_usleep(1000);
+	return NULL;
+}
+
+/* A napper on each of workers 0 and 1 at once, @n naps each. */
+static void nap_on_both(long n)
+{
+	fiber_t f[2];
+
+	for (int i = 0; i < 2; i++) {
+		fiber_attr_t attr;
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(i, &set);
+		assert_int_equal(fiber_attr_init(&attr), 0);
+		assert_int_equal(fiber_attr_setstacksize(&attr, TEST_STACK), 0);
+		assert_int_equal(
+			fiber_attr_setaffinity(&attr, sizeof(set), &set), 0);
+		assert_int_equal(fiber_create(&f[i], &attr, napper,
+					      (void *)(intptr_t)n),
+				 0);
+		fiber_attr_destroy(&attr);
+	}
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(fiber_join(f[i], NULL), 0);
+}
+
+/* The crowded verdict in the runtime: while the injected run-queue wait
+ * fills FB_POLL_CROWDED_WAIT_NS of the window, a worker going idle does
+ * not poll (poll_skips counts it); once the wait stops and the window has
+ * moved on, it polls again.  No preemption is injected, so nothing
+ * unpins: the poll follows the wait alone. */
+static void test_bind_crowded_worker_does_not_poll(void **state)
+{
+	long long skips;
+	long c0, c1;
+
+	(void)state;
+	if (affinity_count() < 2)
+		skip();
+	inject(0, 0);
+	runtime_start(2);
+	nap_on_both(50);
+	assert_int_equal(fiber_stats_counter("poll_skips"), 0);
+	atomic_store(&fake_wait_rate, FB_POLL_CROWDED_WAIT_NS);
+	for (int i = 0; i < 60000 && !fiber_stats_counter("poll_skips"); i++)
+		nap_on_both(1);
+	assert_true(fiber_stats_counter("poll_skips") > 0);
+	assert_int_equal(fiber_stats_counter("unpins"), 0);
+	/* Quiet again: once each worker has checked twice a window's
+	 * intervals, no idle wait skips its poll. */
+	atomic_store(&fake_wait_rate, 0);
+	c0 = atomic_load(&wait_checks[0]);
+	c1 = atomic_load(&wait_checks[1]);
+	while (atomic_load(&wait_checks[0]) < c0 + 2 * FB_BIND_WINDOW ||
+	       atomic_load(&wait_checks[1]) < c1 + 2 * FB_BIND_WINDOW)
+		nap_on_both(1);
+	skips = fiber_stats_counter("poll_skips");
+	nap_on_both(50);
+	assert_int_equal(fiber_stats_counter("poll_skips"), skips);
+	runtime_stop();
+}
+
+struct pp {
+	fiber_pipe_t *ab, *ba;
+	long rounds;
+};
+
+static void *pp_ping(void *arg)
+{
+	struct pp *p = arg;
+	char c = 'x';
+	size_t n;
+
+	for (long i = 0; i < p->rounds; i++) {
+		assert_int_equal(fiber_pipe_write(p->ab, &c, 1, &n), 0);
+		assert_int_equal(fiber_pipe_read(p->ba, &c, 1, &n), 0);
+	}
+	return NULL;
+}
+
+static void *pp_pong(void *arg)
+{
+	struct pp *p = arg;
+	char c;
+	size_t n;
+
+	for (long i = 0; i < p->rounds; i++) {
+		assert_int_equal(fiber_pipe_read(p->ab, &c, 1, &n), 0);
+		assert_int_equal(fiber_pipe_write(p->ba, &c, 1, &n), 0);
+	}
+	return NULL;
+}
+
+/* A crowded worker whose polls end with fibers' wakeups keeps polling: a
+ * split ping-pong over fiber pipes between workers 0 and 1, while the
+ * injected wait says crowded.  The first idle waits skip their poll
+ * (nothing is known of what polling finds), every FB_POLL_SAMPLE-th polls
+ * and finds its partner's wakeup, and once those are half of the
+ * average's weight the worker polls on: a few dozen skips, not seven of
+ * every eight idle waits.  The window is a second, so that no poll runs out on a
+ * slow host (a poll that runs out says nothing either way). */
+static void test_bind_crowded_worker_polls_for_fiber_wakeups(void **state)
+{
+	struct fiber_config c = { 0 };
+	struct pp p = { .rounds = 20000 };
+	fiber_attr_t attr[2];
+	fiber_t f[2];
+
+	(void)state;
+	if (affinity_count() < 2)
+		skip();
+	inject(0, FB_POLL_CROWDED_WAIT_NS);
+	c.workers = 2;
+	c.idle_poll_set = 1;
+	c.idle_poll_us = 1000000;
+	assert_int_equal(fiber_init(&c), 0);
+	/* Crowded first: the napper's waits skip their polls. */
+	for (int i = 0; i < 60000 && !fiber_stats_counter("poll_skips"); i++)
+		nap_on_both(1);
+	assert_true(fiber_stats_counter("poll_skips") > 0);
+	fiber_stats_reset();
+	assert_int_equal(fiber_pipe_create(&p.ab, 0), 0);
+	assert_int_equal(fiber_pipe_create(&p.ba, 0), 0);
+	for (int i = 0; i < 2; i++) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(i, &set);
+		assert_int_equal(fiber_attr_init(&attr[i]), 0);
+		assert_int_equal(fiber_attr_setstacksize(&attr[i], TEST_STACK),
+				 0);
+		assert_int_equal(
+			fiber_attr_setaffinity(&attr[i], sizeof(set), &set), 0);
+	}
+	assert_int_equal(fiber_create(&f[1], &attr[1], pp_pong, &p), 0);
+	assert_int_equal(fiber_create(&f[0], &attr[0], pp_ping, &p), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(fiber_join(f[i], NULL), 0);
+		fiber_attr_destroy(&attr[i]);
+	}
+	fprintf(stderr,
+		"# poll_skips %lld, idle_polls_found %lld, poll_wakes %lld, "
+		"sleeps %lld\n",
+		fiber_stats_counter("poll_skips"),
+		fiber_stats_counter("idle_polls_found"),
+		fiber_stats_counter("poll_wakes"),
+		fiber_stats_counter("sleeps"));
+	/* How many waits go idle depends on the host (a preempted worker
+	 * finds its partner's reply already there); that the polled ones
+	 * outnumber the skipped does not.  Skipping all but the samples
+	 * would make it seven skips to one poll. */
+	assert_true(fiber_stats_counter("poll_skips") <= 200);
+	assert_true(fiber_stats_counter("poll_skips") <
+		    fiber_stats_counter("idle_polls_found"));
+	assert_int_equal(fiber_pipe_destroy(p.ab), 0);
+	assert_int_equal(fiber_pipe_destroy(p.ba), 0);
+	runtime_stop();
 }
 
 /* schedstat's second number, read with stdio: what fb_bind_wait() must
@@ -535,9 +753,12 @@ int main(void)
 		BTEST(test_bind_unpinned_worker_repins_after_quiet_intervals),
 		BTEST(test_bind_quiet_asked_doubles_up_to_the_bound),
 		BTEST(test_bind_shared_verdict_follows_the_window),
+		BTEST(test_bind_crowded_verdict_is_the_window_wait),
 		BTEST(test_bind_shared_cpu_unpins),
 		BTEST(test_bind_cycle_unpin_and_repin),
 		BTEST(test_bind_runtime_unpins_on_long_waits),
+		BTEST(test_bind_crowded_worker_does_not_poll),
+		BTEST(test_bind_crowded_worker_polls_for_fiber_wakeups),
 		BTEST(test_bind_wait_reads_schedstat),
 		BTEST(test_bind_forced_stays_pinned_when_shared),
 	};

@@ -223,6 +223,10 @@ static void test_idle_fallback_takes_stranded_fiber(void **state)
 	c.stats = "0";
 	c.idle_poll_set = 1;
 	c.idle_poll_us = 1000000; /* worker 1 polls throughout */
+	/* ... even on a loaded host: pinned for good, no verdict of adaptive
+	 * pinning cuts the window (a crowded CPU polls not at all). */
+	c.bind = 1;
+	c.bind_set = 1;
 	assert_int_equal(fiber_init(&c), 0);
 	atomic_store(&unpinned, 0);
 	atomic_store(&ran_on, -1);

@@ -99,8 +99,8 @@ FB_CONFIG(STACK_GUARD, BOOL, 0, 0, NULL, NULL, stack_guard, FB_CFG_NONE,
 FB_CONFIG(IDLE_POLL_US, INT, 0, 1000000, NULL, "50", idle_poll_us,
 	  FB_CFG_SET(idle_poll_us, idle_poll_set),
 	  "how long an idle worker polls before it sleeps on a futex, 0 to "
-	  "1000000; a fifth of it while the worker's CPU is shared "
-	  "(`LIBFIBER_BIND` unset, see below)",
+	  "1000000; a fifth of it while the worker's CPU is shared, none "
+	  "while it is crowded (`LIBFIBER_BIND` unset, see below)",
 	  "`50`")
 /* Words in the order of enum fb_stats_mode. */
 FB_CONFIG(STATS, ENUM, 0, 0, "0 1 json", "0", stats, FB_CFG(stats),

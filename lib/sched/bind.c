@@ -66,6 +66,7 @@ int fb_bind_decide(struct fb_wbind *b, uint64_t preempts, int64_t wait_ns)
 	preempts = b->win_preempts;
 	wait_ns = b->win_wait_ns;
 	b->shared = shared(preempts, wait_ns);
+	b->crowded = wait_ns >= FB_POLL_CROWDED_WAIT_NS;
 	if (b->pinned) {
 		b->quiet = 0;
 		if (!b->shared)

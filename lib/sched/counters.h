@@ -30,6 +30,8 @@ FB_COUNTER(wakelist_drains, "wakelist drains that found fibers")
 FB_COUNTER(futex_wakes, "futex wakes of sleeping workers")
 FB_COUNTER(poll_wakes, "wakeups noticed by a polling worker, no system call")
 FB_COUNTER(idle_polls_found, "idle poll windows that found work")
+FB_COUNTER(poll_skips,
+	   "idle waits that did not poll: the worker's CPU is crowded")
 FB_COUNTER(sleeps, "idle workers that went to sleep (futex wait)")
 FB_COUNTER(steals, "fibers stolen by an idle worker")
 FB_COUNTER(steal_searches,

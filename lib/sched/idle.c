@@ -128,22 +128,59 @@ static bool victim_exists(struct fb_worker *w)
 }
 
 /*
+ * poll_window - how long @w polls in this idle wait, in ns: the
+ * configured window, a fifth of it while the CPU is shared, nothing while
+ * it is crowded unless fibers' wakeups ended most polls lately (see
+ * FB_POLL_CROWDED_WAIT_NS and FB_POLL_FIBER_ONE), and the whole shared
+ * window one wait in FB_POLL_SAMPLE so that the average stays current.
+ */
+static uint64_t poll_window(struct fb_worker *w)
+{
+	uint64_t window = fb_rt->poll_ns;
+
+	if (fb_unlikely(w->bind.shared))
+		window /= FB_POLL_SHARED_DIV;
+	if (fb_likely(!w->bind.crowded) ||
+	    w->poll_fiber_avg >= FB_POLL_FIBER_ONE / 2 ||
+	    w->poll_skipped + 1 >= FB_POLL_SAMPLE) {
+		w->poll_skipped = 0;
+		return window;
+	}
+	w->poll_skipped++;
+	FB_COUNT(w, poll_skips);
+	return 0;
+}
+
+/* poll_ended - a poll of @w for @window ns found work, @by_fiber when a
+ * fiber's wakeup (not socket readiness or a steal).  A wait that did not
+ * poll says nothing of polling, and one whose window ran out nothing of
+ * what polling finds. */
+static void poll_ended(struct fb_worker *w, uint64_t window, bool by_fiber)
+{
+	if (!window)
+		return;
+	w->poll_fiber_avg =
+		w->poll_fiber_avg - (w->poll_fiber_avg >> FB_POLL_AVG_SHIFT) +
+		((by_fiber ? FB_POLL_FIBER_ONE : 0) >> FB_POLL_AVG_SHIFT);
+}
+
+/*
  * idle_wait - nothing to run: poll, then sleep, until work may be there.
  * Returns with the state RUNNING.
  */
 static void idle_wait(struct fb_worker *w)
 {
-	uint64_t deadline, next;
+	uint64_t deadline, next, window;
 	unsigned int spins = 0;
 
 	/* The PELT clock (base/clock.h); relaxed: placement reads it as a hint. */
 	fb_store_relaxed(&w->pw.idle_stamp, fb_sched_clock());
 	fb_store_seqcst(&w->pw.state, FB_WS_POLLING);
 	/* On a shared CPU the spin takes time from the other thread there,
-	 * which may be the one that makes our work (sched/bind.c). */
-	deadline = fb_now_ns() + (fb_unlikely(w->bind.shared) ?
-					  fb_rt->poll_ns / FB_POLL_SHARED_DIV :
-					  fb_rt->poll_ns);
+	 * which may be the one that makes our work, and on a crowded one
+	 * from threads that have work for certain (sched/bind.c). */
+	window = poll_window(w);
+	deadline = fb_now_ns() + window;
 	/* Only fibers running here arm timers here: the next deadline cannot
 	 * move earlier while we are idle. */
 	next = fb_timer_next(w);
@@ -155,22 +192,28 @@ static void idle_wait(struct fb_worker *w)
 		if ((spins++ & 63) == 0) {
 			/* Ready fds are work too (sched/netpoll.c). */
 			if (fb_sched_idle_poll(w))
-				break;
+				goto found_other;
 			if (steal_due(w))
-				break;
+				goto found_other;
 			if (fb_now_ns() >= deadline) {
 				if (!victim_exists(w))
 					goto sleep;
 				w->bal.steal_force = true;
-				break;
+				goto out_found;
 			}
 		}
 		fb_topo_quiescent(w->id);
 		fb_cpu_relax();
 	}
+	poll_ended(w, window, true);
+	goto found;
+found_other:
+	poll_ended(w, window, false);
+found:
 	/* A kick (sched/core.c kick_idle) is meant to make it steal. */
 	if (fb_load_relaxed(&w->pw.state) & FB_WS_NEED_RESCHED)
 		w->bal.steal_force = true;
+out_found:
 	FB_COUNT(w, idle_polls_found);
 	goto out;
 sleep:
