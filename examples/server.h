@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <sys/socket.h>
 #include <errno.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -145,6 +146,7 @@ static void server_usage(FILE *f, const char *name)
 	fprintf(f,
 		"usage: %s [--port N] [--addr A.B.C.D] [--workers N] "
 		"[--threads]\n"
+		"  (also -p N, -a A, -w N, -t; --opt=VALUE; -h, --help)\n"
 		"  --port N      TCP port, 0-65535 (default 8080; 0: the "
 		"kernel picks one)\n"
 		"  --addr A      IPv4 address to listen on (default "
@@ -163,44 +165,44 @@ static int server_main(int argc, char **argv, const char *name,
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t salen = sizeof(sa);
 	const char *addr = "127.0.0.1";
-	int port = 8080, sig, one = 1, lfd;
+	static const struct option opts[] = {
+		{ "help", 0, NULL, 'h' },    { "port", 1, NULL, 'p' },
+		{ "workers", 1, NULL, 'w' }, { "addr", 1, NULL, 'a' },
+		{ "threads", 0, NULL, 't' }, { 0 }
+	};
+	int port = 8080, sig, one = 1, lfd, c;
 	sigset_t set;
 	pthread_t tacc;
 	fiber_t acc;
 
-	for (int i = 1; i < argc; i++) {
-		const char *opt = argv[i],
-			   *val = i + 1 < argc ? argv[i + 1] : NULL;
+	while ((c = getopt_long(argc, argv, "+hp:w:a:t", opts, NULL)) != -1) {
 		long n;
 
-		if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
+		if (c == 'h') {
 			server_usage(stdout, name);
 			return 0;
-		} else if (!strcmp(opt, "--threads")) {
+		} else if (c == 't') {
 			threads_mode = true;
-			continue;
-		} else if (!strcmp(opt, "--addr") && val) {
-			addr = val;
-		} else if (!strcmp(opt, "--port") && val) {
-			if (arg_number(name, opt, val, 0, 65535, &n))
+		} else if (c == 'a') {
+			addr = optarg;
+		} else if (c == 'p') {
+			if (arg_number(name, "--port", optarg, 0, 65535, &n))
 				return 2;
 			port = (int)n;
-		} else if (!strcmp(opt, "--workers") && val) {
-			if (arg_number(name, opt, val, 0, 1024, &n))
+		} else if (c == 'w') {
+			if (arg_number(name, "--workers", optarg, 0, 1024, &n))
 				return 2;
 			cfg.workers = (unsigned int)n;
-		} else {
-			if (!strcmp(opt, "--addr") || !strcmp(opt, "--port") ||
-			    !strcmp(opt, "--workers"))
-				fprintf(stderr, "%s: %s needs a value\n", name,
-					opt);
-			else
-				fprintf(stderr, "%s: unknown option '%s'\n",
-					name, opt);
+		} else { /* getopt_long said what is wrong */
 			server_usage(stderr, name);
 			return 2;
 		}
-		i++; /* the option's value */
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", name,
+			argv[optind]);
+		server_usage(stderr, name);
+		return 2;
 	}
 	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
 		fprintf(stderr,

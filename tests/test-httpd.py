@@ -125,8 +125,10 @@ def headers_past_the_buffer(port):
 
 
 BAD_OPTIONS = [
-    (["--help-me"], "unknown option '--help-me'"),
-    (["--port"], "--port needs a value"),
+    (["--help-me"], "unrecognized option '--help-me'"),
+    (["--port"], "option '--port' requires an argument"),
+    (["--port=abc"], "--port 'abc' is not a whole number"),
+    (["-p", "70000"], "--port '70000' is not a whole number"),
     (["--port", "abc"], "--port 'abc' is not a whole number"),
     (["--port", "65536"], "--port '65536' is not a whole number"),
     (["--port", "-1"], "--port '-1' is not a whole number"),
@@ -134,7 +136,7 @@ BAD_OPTIONS = [
     (["--workers", "0x4"], "--workers '0x4' is not a whole number"),
     (["--workers", "1025"], "--workers '1025' is not a whole number"),
     (["--addr", "localhost"], "--addr 'localhost' is not an IPv4"),
-    (["--threads", "8080"], "unknown option '8080'"),
+    (["--threads", "8080"], "unexpected argument '8080'"),
 ]
 
 
