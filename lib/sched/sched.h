@@ -374,9 +374,9 @@ struct fb_wbalance {
 #define FB_BIND_WINDOW 4
 
 struct fb_wbind {
-	bool pinned;  /* bound to its PU now */
-	bool shared;  /* the window's verdict: the CPU is shared */
-	bool crowded; /* the window's wait: more runnable threads than CPU */
+	bool pinned;		   /* bound to its PU now */
+	bool shared;		   /* the window's verdict: the CPU is shared */
+	bool crowded;		   /* the window's wait: it is crowded */
 	unsigned int quiet;	   /* quiet checks in a row while unpinned */
 	unsigned int quiet_needed; /* before it pins again; 0 before any unpin */
 	long nivcsw;		   /* involuntary switches at the last check */
@@ -449,9 +449,10 @@ struct fb_worker {
 	uint64_t next_sis_refresh_ns; /* idle_entry's SIS_UTIL cadence */
 	unsigned int ticks; /* scheduling points, for fb_sched_tick() */
 	/* What its idle polls found lately (sched/idle.c poll_window):
-	 * the share, in 1/FB_POLL_FIBER_ONE, that a fiber's wakeup ended
-	 * (an average over about FB_POLL_AVG_SHIFT^2 polls), and the idle
-	 * waits skipped in a row since the last poll. */
+	 * the share, in 1/FB_POLL_FIBER_ONE, that a fiber's wakeup ended (a
+	 * moving average that gives each poll 1/2^FB_POLL_AVG_SHIFT of the
+	 * weight, so mostly the last 8 or so), and the idle waits skipped
+	 * in a row since the last poll. */
 	unsigned int poll_fiber_avg;
 	unsigned int poll_skipped;
 	struct fb_wbind bind;	/* sched/bind.c */
