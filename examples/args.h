@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * args.h - the examples' strict reading of a numeric option: a decimal
- * number in a stated range or a message that names the option and the
- * value, never atoi's silent 0 ("--port abc" once meant "any port").
+ * args.h - the examples' strict reading of their options: a decimal
+ * number in a stated range, an IPv4 address, no stray argument, or a
+ * message that names the option and the value, never atoi's silent 0
+ * ("--port abc" once meant "any port").
  */
 #ifndef EXAMPLES_ARGS_H
 #define EXAMPLES_ARGS_H
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -30,6 +33,31 @@ static inline int arg_number(const char *prog, const char *opt, const char *val,
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * arg_none_left - after getopt_long: -1, having said so on stderr, if
+ * @argv still holds an argument that is no option (from optind on).
+ */
+static inline int arg_none_left(const char *prog, int argc, char **argv)
+{
+	if (optind >= argc)
+		return 0;
+	fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
+	return -1;
+}
+
+/*
+ * arg_ipv4 - parse @val, the value of --addr, as a dotted IPv4 address
+ * into *@a.  Returns 0, or -1 after saying on stderr what is wrong.
+ */
+static inline int arg_ipv4(const char *prog, const char *val, struct in_addr *a)
+{
+	if (inet_pton(AF_INET, val, a) == 1)
+		return 0;
+	fprintf(stderr, "%s: --addr '%s' is not an IPv4 address (A.B.C.D)\n",
+		prog, val);
+	return -1;
 }
 
 #endif /* EXAMPLES_ARGS_H */

@@ -111,18 +111,12 @@ int main(int argc, char **argv)
 		else
 			rounds = (int)n;
 	}
-	if (optind < argc) {
-		fprintf(stderr, "echo-client: unexpected argument '%s'\n",
-			argv[optind]);
+	if (arg_none_left("echo-client", argc, argv)) {
 		fputs(usage, stderr);
 		return 2;
 	}
-	if (inet_pton(AF_INET, addr, &server.sin_addr) != 1) {
-		fprintf(stderr,
-			"echo-client: --addr '%s' is not an IPv4 address\n",
-			addr);
+	if (arg_ipv4("echo-client", addr, &server.sin_addr))
 		return 2;
-	}
 	server.sin_port = htons((uint16_t)port);
 	f = calloc((size_t)conns, sizeof(*f));
 	if (!f || fiber_init(&cfg)) {

@@ -198,18 +198,12 @@ static int server_main(int argc, char **argv, const char *name,
 			return 2;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "%s: unexpected argument '%s'\n", name,
-			argv[optind]);
+	if (arg_none_left(name, argc, argv)) {
 		server_usage(stderr, name);
 		return 2;
 	}
-	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
-		fprintf(stderr,
-			"%s: --addr '%s' is not an IPv4 address (A.B.C.D)\n",
-			name, addr);
+	if (arg_ipv4(name, addr, &sa.sin_addr))
 		return 2;
-	}
 	serve_fn = serve;
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
