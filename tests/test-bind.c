@@ -491,20 +491,25 @@ static void test_bind_runtime_unpins_on_long_waits(void **state)
 	fb_bind_wait = saved_wait;
 }
 
-/* Sleeps @arg times for a millisecond, so that its worker goes idle each
- * time. */
+/* Sleeps a millisecond at a time until told to stop, so that its worker
+ * goes idle each time, and each idle wait ends at the worker's own timer:
+ * no other thread's wakeup ends it (fiber_create from this thread would:
+ * that is a fiber's wakeup to the poll average). */
+static atomic_int stop_nap;
+static fiber_t nappers[2];
+
 static void *napper(void *arg)
 {
-	for (long i = 0; i < (long)(intptr_t)arg; i++)
+	(void)arg;
+	while (!atomic_load(&stop_nap))
 		fiber_usleep(1000);
 	return NULL;
 }
 
-/* A napper on each of workers 0 and 1 at once, @n naps each. */
-static void nap_on_both(long n)
+/* A napper on each of workers 0 and 1. */
+static void naps_start(void)
 {
-	fiber_t f[2];
-
+	atomic_store(&stop_nap, 0);
 	for (int i = 0; i < 2; i++) {
 		fiber_attr_t attr;
 		cpu_set_t set;
@@ -515,13 +520,28 @@ static void nap_on_both(long n)
 		assert_int_equal(fiber_attr_setstacksize(&attr, TEST_STACK), 0);
 		assert_int_equal(
 			fiber_attr_setaffinity(&attr, sizeof(set), &set), 0);
-		assert_int_equal(fiber_create(&f[i], &attr, napper,
-					      (void *)(intptr_t)n),
+		assert_int_equal(fiber_create(&nappers[i], &attr, napper, NULL),
 				 0);
 		fiber_attr_destroy(&attr);
 	}
+}
+
+static void naps_stop(void)
+{
+	atomic_store(&stop_nap, 1);
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(fiber_join(f[i], NULL), 0);
+		assert_int_equal(fiber_join(nappers[i], NULL), 0);
+}
+
+/* Wait until each worker has made @n more checks than *@c0 and *@c1,
+ * and move those to now. */
+static void wait_checks_past(long *c0, long *c1, long n)
+{
+	WAIT_FOR(atomic_load(&wait_checks[0]) >= *c0 + n &&
+			 atomic_load(&wait_checks[1]) >= *c1 + n,
+		 60, "the workers' checks");
+	*c0 = atomic_load(&wait_checks[0]);
+	*c1 = atomic_load(&wait_checks[1]);
 }
 
 /* The crowded verdict in the runtime: while the injected run-queue wait
@@ -539,24 +559,24 @@ static void test_bind_crowded_worker_does_not_poll(void **state)
 		skip();
 	inject(0, 0);
 	runtime_start(2);
-	nap_on_both(50);
+	naps_start();
+	c0 = atomic_load(&wait_checks[0]);
+	c1 = atomic_load(&wait_checks[1]);
+	wait_checks_past(&c0, &c1, 2 * FB_BIND_WINDOW);
 	assert_int_equal(fiber_stats_counter("poll_skips"), 0);
 	atomic_store(&fake_wait_rate, FB_POLL_CROWDED_WAIT_NS);
-	for (int i = 0; i < 60000 && !fiber_stats_counter("poll_skips"); i++)
-		nap_on_both(1);
-	assert_true(fiber_stats_counter("poll_skips") > 0);
+	WAIT_FOR(fiber_stats_counter("poll_skips") > 0, 60, "a skipped poll");
 	assert_int_equal(fiber_stats_counter("unpins"), 0);
 	/* Quiet again: once each worker has checked twice a window's
-	 * intervals, no idle wait skips its poll. */
+	 * intervals, no idle wait skips its poll for another window. */
 	atomic_store(&fake_wait_rate, 0);
 	c0 = atomic_load(&wait_checks[0]);
 	c1 = atomic_load(&wait_checks[1]);
-	while (atomic_load(&wait_checks[0]) < c0 + 2 * FB_BIND_WINDOW ||
-	       atomic_load(&wait_checks[1]) < c1 + 2 * FB_BIND_WINDOW)
-		nap_on_both(1);
+	wait_checks_past(&c0, &c1, 2 * FB_BIND_WINDOW);
 	skips = fiber_stats_counter("poll_skips");
-	nap_on_both(50);
+	wait_checks_past(&c0, &c1, FB_BIND_WINDOW);
 	assert_int_equal(fiber_stats_counter("poll_skips"), skips);
+	naps_stop();
 	runtime_stop();
 }
 
@@ -614,10 +634,10 @@ static void test_bind_crowded_worker_polls_for_fiber_wakeups(void **state)
 	c.idle_poll_set = 1;
 	c.idle_poll_us = 1000000;
 	assert_int_equal(fiber_init(&c), 0);
-	/* Crowded first: the napper's waits skip their polls. */
-	for (int i = 0; i < 60000 && !fiber_stats_counter("poll_skips"); i++)
-		nap_on_both(1);
-	assert_true(fiber_stats_counter("poll_skips") > 0);
+	/* Crowded first: the nappers' waits skip their polls. */
+	naps_start();
+	WAIT_FOR(fiber_stats_counter("poll_skips") > 0, 60, "a skipped poll");
+	naps_stop();
 	fiber_stats_reset();
 	assert_int_equal(fiber_pipe_create(&p.ab, 0), 0);
 	assert_int_equal(fiber_pipe_create(&p.ba, 0), 0);
@@ -736,6 +756,7 @@ static int stop_all(void **state)
 {
 	atomic_store(&stop_spin, 1);
 	atomic_store(&stop_hog, 1);
+	atomic_store(&stop_nap, 1);
 	stop_if_running(state);
 	fb_bind_preempts = saved_preempts;
 	fb_bind_wait = saved_wait;
