@@ -3,8 +3,8 @@
  * test-idle-runtime.c - what a worker does when it runs out of work
  * (sched/idle.c), white box: the idle-entry refresh of the LLC's SIS_UTIL
  * scan depth (doc/scheduler.md 2.2.1), the one writer while every worker
- * of an LLC is idle; the steal's gate and its fallback (doc/scheduler.md
- * 1.9).  Assertions read shared words and counters; time only paces the
+ * of an LLC is idle; the steal's gate and its fallback, and the rescue
+ * of a stuck worker's queue by a busy one (doc/scheduler.md 1.9).  Assertions read shared words and counters; time only paces the
  * test thread, with bounded waits.
  */
 #include <sched.h>
@@ -169,17 +169,19 @@ static void test_idle_no_search_without_backlog(void **state)
 }
 
 static atomic_int unpinned, ran_on = -1;
+/* How long the hog computes at most. */
+static uint64_t hog_ns = 10000000000ull;
 
 /* hog - pinned to worker 0: let the thief unpin itself and queue up here,
  * then compute without a scheduling point until it ran elsewhere (bounded:
- * 10 s). */
+ * hog_ns). */
 static void *hog(void *arg)
 {
 	uint64_t end;
 
 	while (!atomic_load(&unpinned))
 		fiber_yield();
-	end = now_ns() + 10000000000ull;
+	end = now_ns() + hog_ns;
 	while (atomic_load(&ran_on) < 0 && now_ns() < end)
 		;
 	return arg;
@@ -255,12 +257,109 @@ static void test_idle_fallback_takes_stranded_fiber(void **state)
 	assert_int_equal(moves, 0);
 }
 
+static atomic_int yielding, hog_done;
+
+/* yielder - pinned to worker 1: keeps it busy at scheduling points (a
+ * yield with nothing else queued is one, and every FB_TICK_SWITCHES of
+ * them are a tick) until the stranded fiber ran or the hog gave up. */
+static void *yielder(void *arg)
+{
+	atomic_store(&yielding, 1);
+	while (atomic_load(&ran_on) < 0 && !atomic_load(&hog_done))
+		fiber_yield();
+	return arg;
+}
+
+static void *hog_then_done(void *arg)
+{
+	hog(arg);
+	atomic_store(&hog_done, 1);
+	return arg;
+}
+
+/*
+ * rescue_run - worker 1 busy yielding, worker 0 stuck in the hog with a
+ * fiber queued behind it, the monitor's rescue off (LIBFIBER_STALL_MS=0)
+ * and no idle worker to steal: where the queued fiber ran, and the
+ * counters.  @features: the runtime's scheduler features.
+ */
+static void rescue_run(const char *features, long long *rescues,
+		       long long *moves)
+{
+	struct fiber_config c = { 0 };
+	fiber_t y, h, t;
+
+	setenv("LIBFIBER_STALL_MS", "0", 1);
+	c.workers = 2;
+	c.topology = "pack:1 l3:1 core:2 pu:1";
+	c.stats = "0";
+	c.sched_features = features;
+	c.bind = 1;
+	c.bind_set = 1;
+	assert_int_equal(fiber_init(&c), 0);
+	atomic_store(&unpinned, 0);
+	atomic_store(&ran_on, -1);
+	atomic_store(&yielding, 0);
+	atomic_store(&hog_done, 0);
+	fiber_stats_reset();
+	y = create_on(1, yielder, NULL);
+	for (uint64_t end = now_ns() + 60000000000ull;
+	     !atomic_load(&yielding) && now_ns() < end;)
+		usleep(100);
+	h = create_on(0, hog_then_done, NULL);
+	t = create_on(0, stranded, &unpinned);
+	assert_int_equal(fiber_join(t, NULL), 0);
+	assert_int_equal(fiber_join(h, NULL), 0);
+	assert_int_equal(fiber_join(y, NULL), 0);
+	*rescues = fiber_stats_counter("peer_rescues");
+	*moves = fiber_stats_counter("stall_moves");
+	assert_int_equal(fiber_shutdown(), 0);
+	unsetenv("LIBFIBER_STALL_MS");
+	fprintf(stderr, "# %s: ran on %d, peer_rescues %lld\n", features,
+		atomic_load(&ran_on), *rescues);
+}
+
+/* PEER_RESCUE (doc/scheduler.md 1.9): a fiber queued behind one that
+ * computes (or behind a worker the kernel preempted: the same to the
+ * scheduler) is taken by a busy worker at its tick.  Idle stealing cannot
+ * act (worker 1 never idles) and the monitor's rescue is off, so without
+ * the rescue the fiber waits for the hog (10 s at most). */
+static void test_idle_busy_peer_rescues_stranded_fiber(void **state)
+{
+	long long rescues, moves;
+
+	(void)state;
+	hog_ns = 10000000000ull;
+	rescue_run("PEER_RESCUE", &rescues, &moves);
+	assert_int_equal(atomic_load(&ran_on), 1);
+	assert_true(rescues >= 1);
+	assert_int_equal(moves, 0);
+}
+
+/* The same with the feature off: nothing counts a rescue, whoever (a
+ * periodic balance) moves the fiber, if anything does before the hog,
+ * bounded at 50 ms here, gives up. */
+static void test_idle_no_peer_rescue_when_switched_off(void **state)
+{
+	long long rescues, moves;
+
+	(void)state;
+	hog_ns = 50000000ull;
+	rescue_run("NO_PEER_RESCUE", &rescues, &moves);
+	hog_ns = 10000000000ull;
+	assert_true(atomic_load(&ran_on) >= 0);
+	assert_int_equal(rescues, 0);
+	assert_int_equal(moves, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_idle_entry_refreshes_sis_util_depth),
 		cmocka_unit_test(test_idle_no_search_without_backlog),
 		cmocka_unit_test(test_idle_fallback_takes_stranded_fiber),
+		cmocka_unit_test(test_idle_busy_peer_rescues_stranded_fiber),
+		cmocka_unit_test(test_idle_no_peer_rescue_when_switched_off),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

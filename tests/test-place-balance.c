@@ -768,6 +768,50 @@ static void test_place_idle_steal_gated_and_rate_limited(void **state)
 	sim_close(&s);
 }
 
+/*
+ * PEER_RESCUE (doc/scheduler.md 1.9) on two nodes of two LLCs of two
+ * workers ("pack:2 numa:1 l3:2 core:2 pu:1": nodes {0-3} {4-7}, LLCs
+ * {0,1} {2,3} {4,5} {6,7}): a peer of the node that has run one fiber
+ * for FB_PEER_STUCK_NS is stuck, in this LLC or the other; one of the
+ * other node, one that ran a nanosecond less, the worker itself, an
+ * invalid id and any peer with the feature off are not.  Without a
+ * view any other worker counts.  The take is half the queue besides the
+ * running fiber, rounded up, at most FB_PEER_RESCUE_MAX.
+ */
+static void test_place_peer_rescue_stuck_and_take(void **state)
+{
+	static const int take[][2] = { { 0, 0 },   { 1, 0 },   { 2, 1 },
+				       { 3, 1 },   { 4, 2 },   { 5, 2 },
+				       { 33, 16 }, { 200, 16 } };
+	struct sim s;
+
+	(void)state;
+	sim_open(&s, "pack:2 numa:1 l3:2 core:2 pu:1", false, 0);
+	assert_int_equal(s.n, 8);
+	assert_true(fb_place_peer_stuck(&s.v, 0, 1, FB_PEER_STUCK_NS));
+	assert_true(fb_place_peer_stuck(&s.v, 0, 3, FB_PEER_STUCK_NS));
+	assert_true(fb_place_peer_stuck(&s.v, 5, 4, 10 * FB_PEER_STUCK_NS));
+	assert_false(fb_place_peer_stuck(&s.v, 0, 1, FB_PEER_STUCK_NS - 1));
+	assert_false(fb_place_peer_stuck(&s.v, 0, 4, 1000 * FB_PEER_STUCK_NS));
+	assert_false(fb_place_peer_stuck(&s.v, 7, 3, 1000 * FB_PEER_STUCK_NS));
+	assert_false(fb_place_peer_stuck(&s.v, 2, 2, 1000 * FB_PEER_STUCK_NS));
+	assert_false(fb_place_peer_stuck(&s.v, 0, -1, FB_PEER_STUCK_NS));
+	assert_false(fb_place_peer_stuck(&s.v, 0, 8, FB_PEER_STUCK_NS));
+	assert_false(fb_place_peer_stuck(&s.v, -1, 1, FB_PEER_STUCK_NS));
+	sim_features(0, FB_FEAT_BIT(PEER_RESCUE));
+	assert_false(fb_place_peer_stuck(&s.v, 0, 1, 1000 * FB_PEER_STUCK_NS));
+	sim_features(0, 0);
+	for (size_t i = 0; i < sizeof(take) / sizeof(take[0]); i++) {
+		sim_set(&s, 3, take[i][0]);
+		assert_int_equal(fb_place_rescue_take(&s.v, 3), take[i][1]);
+	}
+	s.v.topo = NULL;
+	assert_true(fb_place_peer_stuck(&s.v, 0, 4, FB_PEER_STUCK_NS));
+	assert_false(fb_place_peer_stuck(&s.v, 4, 4, FB_PEER_STUCK_NS));
+	s.v.topo = s.sv;
+	sim_close(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -798,6 +842,7 @@ int main(void)
 			test_place_balance_active_after_repeated_failures),
 		cmocka_unit_test(test_place_pick_victim_with_and_without_view),
 		cmocka_unit_test(test_place_idle_steal_gated_and_rate_limited),
+		cmocka_unit_test(test_place_peer_rescue_stuck_and_take),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

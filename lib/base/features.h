@@ -57,3 +57,7 @@ FB_FEAT(WA_POLLER, true)
  * its worker is queued there, for its creator to block, instead of being
  * placed on an idle worker. */
 FB_FEAT(CREATE_AFFINE, true)
+/* Rescue, doc/scheduler.md 1.9, libfiber's own: a busy worker takes half
+ * the queue of a worker of its node that has run one fiber for
+ * FB_PEER_STUCK_NS (the kernel preempted it, or the fiber computes). */
+FB_FEAT(PEER_RESCUE, true)

@@ -667,6 +667,26 @@ bool fb_place_steal_hint(const struct fb_place_view *v, int this)
 	return false;
 }
 
+bool fb_place_peer_stuck(const struct fb_place_view *v, int this, int peer,
+			 uint64_t ran_ns)
+{
+	if (!fb_feat(PEER_RESCUE) || this < 0 || this >= v->nr_workers ||
+	    peer < 0 || peer >= v->nr_workers || peer == this)
+		return false;
+	if (v->topo && v->topo->node[this] != v->topo->node[peer])
+		return false;
+	return ran_ns >= FB_PEER_STUCK_NS;
+}
+
+int fb_place_rescue_take(const struct fb_place_view *v, int peer)
+{
+	int queued = nr_of(v, peer) - 1; /* its running fiber stays */
+
+	if (queued <= 0)
+		return 0;
+	return FB_MIN((queued + 1) / 2, FB_PEER_RESCUE_MAX);
+}
+
 int fb_place_idle_steal(const struct fb_place_view *v, int this, int lb_src,
 			bool force, uint64_t now_ns, uint64_t *next_ns,
 			bool *searched)

@@ -618,6 +618,37 @@ int fb_place_pick_victim(const struct fb_place_view *v, int this);
  * Context: any; the answer is a hint.
  */
 bool fb_place_steal_hint(const struct fb_place_view *v, int this);
+/*
+ * Rescue by a busy peer (doc/scheduler.md 1.9).  A worker whose current
+ * fiber has run FB_PEER_STUCK_NS without a scheduling point was preempted
+ * by the kernel, or runs a fiber that computes: either way the fibers
+ * queued behind it wait.  A busy worker of its node, at its tick, takes
+ * half of them (fb_place_rescue_take), at most FB_PEER_RESCUE_MAX, and
+ * looks at FB_PEER_RESCUE_LOOKS peers per tick, round robin.  Picked: a
+ * fiber of a server runs for about 10 us between two waits and the 99th
+ * percentile was 140 us (examples/httpd under wrk), while the kernel
+ * preempts a worker for a slice of milliseconds; 200 us is past the one
+ * and far below the other, and below FB_RESCUE_NS, the monitor's.
+ */
+#define FB_PEER_STUCK_NS (200 * 1000ull)
+#define FB_PEER_RESCUE_MAX 16
+#define FB_PEER_RESCUE_LOOKS 2
+/*
+ * fb_place_peer_stuck - whether busy worker @this should rescue fibers
+ * from @peer, whose current fiber has run @ran_ns since the last switch
+ * there: PEER_RESCUE is on, @peer is another worker of @this's NUMA node
+ * (with no view, any other worker) and @ran_ns >= FB_PEER_STUCK_NS.
+ * Not only its LLC: a fiber that waits milliseconds for its worker loses
+ * more than one that refills another LLC's cache.  Pure.
+ */
+bool fb_place_peer_stuck(const struct fb_place_view *v, int this, int peer,
+			 uint64_t ran_ns);
+/*
+ * fb_place_rescue_take - how many queued fibers to take from stuck @peer:
+ * half of those besides its running one, rounded up, at most
+ * FB_PEER_RESCUE_MAX; 0 with none queued.  Pure.
+ */
+int fb_place_rescue_take(const struct fb_place_view *v, int peer);
 /* The idle loop's ungated victim search runs at most once per this long
  * per worker unless forced (fb_place_idle_steal): one tick. */
 #define FB_STEAL_PERIOD_NS 1000000ull

@@ -426,6 +426,89 @@ void fb_sched_balance_worker_init(struct fb_worker *w)
 	w->bal.steal_src = -1;
 }
 
+/*
+ * rescue - take up to @want queued fibers of stuck @p onto busy @w's
+ * queue, as the idle loop's steal takes one (sched/idle.c): those not on
+ * a worker that allow @w, off @p's rq_lock, if it is free at once.
+ * Return: how many it took.
+ */
+static int rescue(struct fb_worker *w, struct fb_worker *p, int want)
+{
+	struct fb_fiber *got[FB_PEER_RESCUE_MAX];
+	struct fb_list *n, *tmp;
+	int k = 0;
+
+	if (!fb_spin_trylock(&p->rq_lock))
+		return 0;
+	fb_list_for_each_safe (n, tmp, &p->rq) {
+		struct fb_fiber *f = fb_list_entry(n, struct fb_fiber, rq_node);
+
+		if (k == want)
+			break;
+		if (fb_load_acquire(&f->on_worker) ||
+		    !fb_pfiber_allows(&f->pf, w->id))
+			continue;
+		fb_list_del(n);
+		atomic_fetch_sub(&p->pw.nr_running, 1);
+		got[k++] = f;
+	}
+	fb_spin_unlock(&p->rq_lock);
+	if (!k)
+		return 0;
+	fb_spin_lock(&w->rq_lock);
+	for (int i = 0; i < k; i++)
+		fb_list_add_tail(&got[i]->rq_node, &w->rq);
+	fb_nr_running_add_local(w, k);
+	fb_spin_unlock(&w->rq_lock);
+	for (int i = 0; i < k; i++)
+		FB_PROBE(migrate, got[i]->id, p->id, w->id);
+	return k;
+}
+
+/*
+ * rescue_tick - PEER_RESCUE (doc/scheduler.md 1.9): busy @w looks at the
+ * next FB_PEER_RESCUE_LOOKS other workers, round robin; one of its node
+ * (fb_place_peer_stuck) that has run
+ * its current fiber for FB_PEER_STUCK_NS without a switch hands over its
+ * wakelist to its queue (as the monitor's rescue does: it is then woken,
+ * rule 4 of sched/core.c) and half of that queue to @w.  A look costs
+ * the reads of the peer's run_start and nr_running.
+ */
+static void rescue_tick(struct fb_worker *w, uint64_t now)
+{
+	int nr = fb_rt->nr_workers,
+	    looks = FB_MIN(FB_PEER_RESCUE_LOOKS, nr - 1);
+	struct fb_place_view v;
+
+	if (looks <= 0 || !fb_feat(PEER_RESCUE))
+		return;
+	fb_sched_view_enter(&v);
+	while (looks-- > 0) {
+		int i = w->bal.rescue_next, took;
+		struct fb_worker *p;
+		uint64_t since;
+
+		if (i == w->id)
+			i = (i + 1) % nr;
+		w->bal.rescue_next = (i + 1) % nr;
+		p = fb_rt->workers[i];
+		since = fb_load_relaxed(&p->run_start);
+		if (!__atomic_load_n(&p->curr, __ATOMIC_RELAXED) ||
+		    !fb_place_peer_stuck(&v, w->id, i,
+					 now > since ? now - since : 0))
+			continue;
+		if (fb_load_relaxed(&p->pw.wakelist) &&
+		    fb_sched_wakelist_move(p, true))
+			fb_sched_wake_worker(p, w);
+		took = rescue(w, p, fb_place_rescue_take(&v, i));
+		if (took)
+			fb_store_relaxed(&w->cnt.peer_rescues,
+					 fb_load_relaxed(&w->cnt.peer_rescues) +
+						 (uint64_t)took);
+	}
+	fb_sched_view_exit();
+}
+
 void fb_sched_balance_tick(struct fb_worker *w)
 {
 	struct fb_fiber *cur = w->curr;
@@ -444,6 +527,7 @@ void fb_sched_balance_tick(struct fb_worker *w)
 		fb_pelt_update(&cur->pf.avg, now, cur->pf.weight, true, true);
 		cur->pf.last_ran_ns = now;
 	}
+	rescue_tick(w, now);
 	if (now < w->bal.next_tick_ns)
 		return;
 	w->bal.next_tick_ns = now + FB_TICK_NS;

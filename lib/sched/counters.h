@@ -36,6 +36,8 @@ FB_COUNTER(sleeps, "idle workers that went to sleep (futex wait)")
 FB_COUNTER(steals, "fibers stolen by an idle worker")
 FB_COUNTER(steal_searches,
 	   "ungated victim searches of the idle loop (rate-limited fallback)")
+FB_COUNTER(peer_rescues,
+	   "fibers a busy worker took from one stuck in a fiber (PEER_RESCUE)")
 FB_COUNTER(unpins,
 	   "workers unpinned: their CPU was shared (LIBFIBER_BIND unset)")
 FB_COUNTER(repins, "unpinned workers pinned again after a quiet second")

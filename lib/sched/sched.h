@@ -355,6 +355,7 @@ struct fb_wbalance {
 	bool steal_force;	/* the next steal searches whatever the rate
 				   limit: about to sleep, or woken */
 	uint64_t next_steal_ns; /* the ungated search's rate limit */
+	int rescue_next;	/* the next peer the tick looks at (rescue) */
 	/* Owner-written with fb_write_once: api/stats.c reads them. */
 	uint32_t nr_lb[FB_BAL_LEVELS];	   /* balance attempts per level */
 	uint32_t nr_pulled[FB_BAL_LEVELS]; /* fibers pulled per level */
