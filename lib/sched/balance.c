@@ -467,12 +467,12 @@ static int rescue(struct fb_worker *w, struct fb_worker *p, int want)
 
 /*
  * rescue_tick - PEER_RESCUE (doc/scheduler.md 1.9): busy @w looks at the
- * next FB_PEER_RESCUE_LOOKS other workers, round robin; one of its node
- * (fb_place_peer_stuck) that has run
- * its current fiber for FB_PEER_STUCK_NS without a switch hands over its
- * wakelist to its queue (as the monitor's rescue does: it is then woken,
- * rule 4 of sched/core.c) and half of that queue to @w.  A look costs
- * the reads of the peer's run_start and nr_running.
+ * next FB_PEER_RESCUE_LOOKS other workers, round robin.  One of its node
+ * that has run its current fiber for FB_PEER_STUCK_NS without a switch
+ * (fb_place_peer_stuck) hands over its wakelist to its queue, as the
+ * monitor's rescue does (it is then woken: rule 4 of sched/core.c), and
+ * half of that queue to @w.  A look costs the reads of the peer's curr,
+ * run_start and nr_running.
  */
 static void rescue_tick(struct fb_worker *w, uint64_t now)
 {
