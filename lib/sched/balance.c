@@ -428,31 +428,15 @@ void fb_sched_balance_worker_init(struct fb_worker *w)
 
 /*
  * rescue - take up to @want queued fibers of stuck @p onto busy @w's
- * queue, as the idle loop's steal takes one (sched/idle.c): those not on
- * a worker that allow @w, off @p's rq_lock, if it is free at once.
+ * queue, as the idle loop's steal takes one (fb_sched_take_queued).
  * Return: how many it took.
  */
 static int rescue(struct fb_worker *w, struct fb_worker *p, int want)
 {
 	struct fb_fiber *got[FB_PEER_RESCUE_MAX];
-	struct fb_list *n, *tmp;
-	int k = 0;
+	int k = fb_sched_take_queued(p, w->id, got,
+				     FB_MIN(want, FB_PEER_RESCUE_MAX));
 
-	if (!fb_spin_trylock(&p->rq_lock))
-		return 0;
-	fb_list_for_each_safe (n, tmp, &p->rq) {
-		struct fb_fiber *f = fb_list_entry(n, struct fb_fiber, rq_node);
-
-		if (k == want)
-			break;
-		if (fb_load_acquire(&f->on_worker) ||
-		    !fb_pfiber_allows(&f->pf, w->id))
-			continue;
-		fb_list_del(n);
-		atomic_fetch_sub(&p->pw.nr_running, 1);
-		got[k++] = f;
-	}
-	fb_spin_unlock(&p->rq_lock);
 	if (!k)
 		return 0;
 	fb_spin_lock(&w->rq_lock);

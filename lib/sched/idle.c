@@ -16,6 +16,30 @@
 
 /* ---- the idle loop ------------------------------------------------------- */
 
+int fb_sched_take_queued(struct fb_worker *v, int to, struct fb_fiber **got,
+			 int max)
+{
+	struct fb_list *n, *tmp;
+	int k = 0;
+
+	if (max <= 0 || !fb_spin_trylock(&v->rq_lock))
+		return 0;
+	fb_list_for_each_safe (n, tmp, &v->rq) {
+		struct fb_fiber *f = fb_list_entry(n, struct fb_fiber, rq_node);
+
+		if (k == max)
+			break;
+		if (fb_load_acquire(&f->on_worker) ||
+		    !fb_pfiber_allows(&f->pf, to))
+			continue;
+		fb_list_del(n);
+		atomic_fetch_sub(&v->pw.nr_running, 1);
+		got[k++] = f;
+	}
+	fb_spin_unlock(&v->rq_lock);
+	return k;
+}
+
 /*
  * steal - take one queued fiber from another worker after newly-idle
  * balancing pulled nothing (doc/scheduler.md 1.9): from the worker that
@@ -26,7 +50,6 @@ static struct fb_fiber *steal(struct fb_worker *w)
 {
 	struct fb_worker *v;
 	struct fb_fiber *got = NULL;
-	struct fb_list *n;
 	struct fb_place_view pv;
 	bool searched;
 	int vid;
@@ -44,21 +67,7 @@ static struct fb_fiber *steal(struct fb_worker *w)
 	if (vid < 0)
 		return NULL;
 	v = fb_rt->workers[vid];
-	if (!fb_spin_trylock(&v->rq_lock))
-		return NULL;
-	fb_list_for_each (n, &v->rq) {
-		struct fb_fiber *f = fb_list_entry(n, struct fb_fiber, rq_node);
-
-		if (!fb_load_acquire(&f->on_worker) &&
-		    fb_pfiber_allows(&f->pf, w->id)) {
-			fb_list_del(n);
-			atomic_fetch_sub(&v->pw.nr_running, 1);
-			got = f;
-			break;
-		}
-	}
-	fb_spin_unlock(&v->rq_lock);
-	if (got) {
+	if (fb_sched_take_queued(v, w->id, &got, 1)) {
 		fb_spin_lock(&w->rq_lock);
 		fb_nr_running_add_local(w, 1);
 		fb_spin_unlock(&w->rq_lock);

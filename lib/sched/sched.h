@@ -1283,6 +1283,15 @@ void fb_sched_balance_idle_exit(struct fb_worker *w);
  * fb_place_sleep_enter() unless it is already in the sleeping mask.
  * Context: worker @w, POLLING, outside read sections. */
 void fb_sched_balance_sleep(struct fb_worker *w);
+/*
+ * fb_sched_take_queued - take up to @max fibers queued on @v that are not
+ * on a worker (still being left) and that allow worker @to, in queue
+ * order, into @got, lowering @v's nr_running; nothing if @v's rq_lock is
+ * not free at once.  The caller owns them (RUNNABLE, on no queue).
+ * Return: how many.  Context: a worker other than @v (sched/idle.c).
+ */
+int fb_sched_take_queued(struct fb_worker *v, int to, struct fb_fiber **got,
+			 int max);
 /* fb_sched_balance_push - the running fiber of @w is at a yield and an
  * active balance asked for it: set w->bal.migrate_to and return true (the
  * caller migrates it), or drop a request that lapsed.  Context: fiber. */
