@@ -1090,6 +1090,52 @@ static uint64_t rnd(uint64_t *x)
 
 /* Random snapshots, masks, flags and features: always an allowed worker,
  * and never a wakelist push to a worker the fiber may not use. */
+/*
+ * A fiber pinned to one worker wakes there with nothing looked at: no
+ * probe, no wake_affine, no wakee flip on the waker, recent_used kept;
+ * even from a waker alone on an idle worker of the LLC.  A mask of one
+ * whose pin is stale (not the allowed worker) takes the full path.
+ */
+static void test_place_wake_pinned_looks_at_nothing(void **state)
+{
+	struct snap s;
+	struct fb_pfiber f = fiber(0), waker = fiber(1);
+	struct fb_wake_result r;
+	cpu_set_t set;
+
+	(void)state;
+	snap_open(&s, S1, 0);
+	busy(&s, 0, 1, 2, 3, 4, 5, 6, -1);
+	CPU_ZERO(&set);
+	CPU_SET(5, &set);
+	f.allowed = &set;
+	f.nr_allowed = 1;
+	f.pin = 5;
+	f.recent_used = 3;
+	assert_int_equal(wake_from(&s, &f, &waker, 1, SYNC, &r), 5);
+	assert_int_equal(r.pick, FB_PICK_PINNED);
+	assert_int_equal(r.probes, 0);
+	assert_false(r.affine);
+	assert_int_equal(waker.wakee_flips, 0);
+	assert_null(waker.last_wakee);
+	assert_int_equal(f.recent_used, 3);
+	/* A foreign waker: the same. */
+	assert_int_equal(wake(&s, &f, -1, 0, &r), 5);
+	assert_int_equal(r.pick, FB_PICK_PINNED);
+
+	/* A stale pin: the mask decides, through the usual steps. */
+	f.pin = 2;
+	assert_int_equal(wake_from(&s, &f, &waker, 1, SYNC, &r), 5);
+	assert_int_not_equal(r.pick, FB_PICK_PINNED);
+	assert_int_equal(waker.wakee_flips, 1);
+	/* No mask: pin says nothing. */
+	f = fiber(0);
+	f.pin = 5;
+	assert_int_not_equal(wake(&s, &f, 1, 0, &r), -1);
+	assert_int_not_equal(r.pick, FB_PICK_PINNED);
+	snap_close(&s);
+}
+
 static void test_place_wake_affinity_always_honoured(void **state)
 {
 	static const char *const specs[] = { S1, S2, T2, N1, N2, C1 };
@@ -1225,6 +1271,7 @@ int main(void)
 		cmocka_unit_test(test_place_wake_h2_6_wakee_still_switching),
 		cmocka_unit_test(test_place_wake_affinity_moves_off_prev),
 		cmocka_unit_test(test_place_wake_affinity_always_honoured),
+		cmocka_unit_test(test_place_wake_pinned_looks_at_nothing),
 		cmocka_unit_test(test_place_wake_without_view_is_one_llc),
 	};
 

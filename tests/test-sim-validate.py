@@ -71,7 +71,7 @@ import sys
 
 DECISIONS = ("wake_target", "wake_prev", "wake_recent", "wake_idle_sibling",
              "wake_idle_core", "wake_scan_hit", "wake_scan_miss",
-             "wake_affinity")
+             "wake_affinity", "wake_pinned")
 TOLERANCE = 0.02
 LLC4 = "pack:1 l3:1 core:4 pu:1"  # 4 workers, one LLC, no SMT
 SMT4 = "pack:1 l3:1 core:2 pu:2"  # 4 workers, one LLC, two SMT cores

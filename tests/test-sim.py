@@ -96,7 +96,8 @@ def check_shape(d):
     assert sum(c[k] for k in ("wake_target", "wake_prev", "wake_recent",
                               "wake_idle_sibling", "wake_idle_core",
                               "wake_scan_hit", "wake_scan_miss",
-                              "wake_affinity")) == c["wake_placements"], c
+                              "wake_affinity",
+                              "wake_pinned")) == c["wake_placements"], c
     assert c["exits"] <= c["creates"], c
 
 

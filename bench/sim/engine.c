@@ -601,6 +601,9 @@ static void count_wake(struct sim *s, int this, const struct fb_wake_result *r)
 	case FB_PICK_AFFINITY:
 		COUNT(s, this, wake_affinity);
 		break;
+	case FB_PICK_PINNED:
+		COUNT(s, this, wake_pinned);
+		break;
 	}
 	for (int i = 0; i < r->probes; i++)
 		COUNT(s, this, wake_probes);
@@ -761,6 +764,12 @@ struct sim_fiber *sim_create(struct sim *s, struct sim_fiber *parent,
 			f->pf.allowed = mask;
 			f->pf.nr_allowed = nr;
 			f->pf.custom_affinity = true;
+			/* As fiber_attr_setaffinity(): one worker is a pin. */
+			for (int i = 0; nr == 1 && i < s->n; i++)
+				if (CPU_ISSET_S((size_t)i,
+						CPU_ALLOC_SIZE(SIM_MAX_WORKERS),
+						mask))
+					f->pf.pin = i;
 		}
 	}
 	t = fb_place_select_create(&s->v, &f->pf, this, &info);

@@ -491,6 +491,7 @@ static enum sim_act eb_step(struct sim *s, struct sim_fiber *f)
 		f->pf.allowed = NULL;
 		f->pf.nr_allowed = 0;
 		f->pf.custom_affinity = false;
+		f->pf.pin = -1;
 		f->a = 0;
 	}
 	if (f->pc == 1) {

@@ -267,6 +267,8 @@ enum fb_wake_pick {
 			      the target or a cluster fallback */
 	FB_PICK_AFFINITY,  /* the answer was not allowed: first allowed worker,
 			      idle ones and prev's LLC first */
+	FB_PICK_PINNED,	   /* the fiber may run on one worker only: that one,
+			      with nothing looked at */
 };
 
 /* Statistics of one fb_place_select_wake() call. */

@@ -530,11 +530,19 @@ int fb_place_select_wake(const struct fb_place_view *v, struct fb_pfiber *pf,
 			 uint64_t now_ns, struct fb_wake_result *res)
 {
 	struct fb_wake_result dummy;
-	int prev = pf->prev, target, i;
+	int prev = pf->prev, pin = fb_read_once(&pf->pin), target, i;
 
 	if (!res)
 		res = &dummy;
 	*res = (struct fb_wake_result){ .pick = FB_PICK_TARGET };
+	/* One allowed worker: nothing to choose, so nothing to read (as
+	 * the kernel calls no select_task_rq_fair() for a task with one
+	 * allowed CPU), and no wakee flip recorded. */
+	if (pf->allowed && pf->nr_allowed == 1 && valid(v, pin) &&
+	    fb_pfiber_allows(pf, pin)) {
+		res->pick = FB_PICK_PINNED;
+		return pin;
+	}
 	if (!valid(v, this))
 		this = -1;
 	if (!valid(v, prev))

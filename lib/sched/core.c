@@ -442,6 +442,9 @@ static void count_wake(struct fb_worker *this, const struct fb_wake_result *r)
 	case FB_PICK_AFFINITY:
 		FB_COUNT(this, wake_affinity);
 		break;
+	case FB_PICK_PINNED:
+		FB_COUNT(this, wake_pinned);
+		break;
 	}
 	if (r->probes) {
 		if (this)

@@ -54,6 +54,7 @@ FB_COUNTER(wake_scan_hit,
 	   "wake placement: an idle worker found by the LLC scan")
 FB_COUNTER(wake_scan_miss, "wake placement: nothing idle found, target kept")
 FB_COUNTER(wake_affinity, "wake placement: answer replaced to honour affinity")
+FB_COUNTER(wake_pinned, "wake placement: the one worker a pinned fiber allows")
 FB_COUNTER(wake_probes, "workers probed by LLC scans (sum)")
 FB_COUNTER(
 	wake_placements,
