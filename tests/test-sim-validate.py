@@ -22,12 +22,11 @@ is compared, computed the same way on both sides:
 The test's cases are pipe ping-pongs whose placement the arrangement
 decides, not the host's timing:
 
-  split  pair i pinned to workers i and i + 1: every wakeup finds the
-         wakee's only worker idle (wake_target), through its wakelist;
-  same   both sides of pair i pinned to worker i: every wakeup finds that
-         worker busy with the waker, probes it when it has an LLC domain
-         (one probe: the scan's depth is at least 2 with half the LLC
-         busy), and misses (wake_scan_miss), locally;
+  split  pair i pinned to workers i and i + 1: every wakeup goes to
+         the wakee's only worker with nothing searched (wake_pinned),
+         through its wakelist;
+  same   both sides of pair i pinned to worker i: the same (wake_pinned,
+         no probe), locally;
   free   no affinity: a synchronous waker alone on its worker makes that
          worker the target, which is busy, and the wakee's idle previous
          worker wins (wake_prev) when it shares the target's LLC; when

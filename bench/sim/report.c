@@ -307,7 +307,10 @@ static const char *const pick_names[] = {
 	[FB_PICK_RECENT] = "recent",	   [FB_PICK_SIBLING] = "sibling",
 	[FB_PICK_IDLE_CORE] = "idle_core", [FB_PICK_SCAN_HIT] = "scan_hit",
 	[FB_PICK_SCAN_MISS] = "scan_miss", [FB_PICK_AFFINITY] = "affinity",
+	[FB_PICK_PINNED] = "pinned",
 };
+_Static_assert(FB_ARRAY_SIZE(pick_names) == FB_PICK_PINNED + 1,
+	       "a name for every pick");
 
 /* The trace stops growing past this many lines (a long run's Chrome trace
  * would not load anyway). */
