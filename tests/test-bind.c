@@ -507,19 +507,25 @@ static void *napper(void *arg)
 }
 
 /* A napper on each of workers 0 and 1. */
+/* attr_on - @attr initialised for a test fiber pinned to worker @w. */
+static void attr_on(fiber_attr_t *attr, int w)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(w, &set);
+	assert_int_equal(fiber_attr_init(attr), 0);
+	assert_int_equal(fiber_attr_setstacksize(attr, TEST_STACK), 0);
+	assert_int_equal(fiber_attr_setaffinity(attr, sizeof(set), &set), 0);
+}
+
 static void naps_start(void)
 {
 	atomic_store(&stop_nap, 0);
 	for (int i = 0; i < 2; i++) {
 		fiber_attr_t attr;
-		cpu_set_t set;
 
-		CPU_ZERO(&set);
-		CPU_SET(i, &set);
-		assert_int_equal(fiber_attr_init(&attr), 0);
-		assert_int_equal(fiber_attr_setstacksize(&attr, TEST_STACK), 0);
-		assert_int_equal(
-			fiber_attr_setaffinity(&attr, sizeof(set), &set), 0);
+		attr_on(&attr, i);
 		assert_int_equal(fiber_create(&nappers[i], &attr, napper, NULL),
 				 0);
 		fiber_attr_destroy(&attr);
@@ -580,6 +586,19 @@ static void test_bind_crowded_worker_does_not_poll(void **state)
 	runtime_stop();
 }
 
+/* crowded_start - 2 workers that poll a second at a time, crowded by the
+ * injected wait from their first checks. */
+static void crowded_start(void)
+{
+	struct fiber_config c = { 0 };
+
+	inject(0, FB_POLL_CROWDED_WAIT_NS);
+	c.workers = 2;
+	c.idle_poll_set = 1;
+	c.idle_poll_us = 1000000;
+	assert_int_equal(fiber_init(&c), 0);
+}
+
 struct pp {
 	fiber_pipe_t *ab, *ba;
 	long rounds;
@@ -621,7 +640,6 @@ static void *pp_pong(void *arg)
  * slow host (a poll that runs out says nothing either way). */
 static void test_bind_crowded_worker_polls_for_fiber_wakeups(void **state)
 {
-	struct fiber_config c = { 0 };
 	struct pp p = { .rounds = 20000 };
 	fiber_attr_t attr[2];
 	fiber_t f[2];
@@ -629,11 +647,7 @@ static void test_bind_crowded_worker_polls_for_fiber_wakeups(void **state)
 	(void)state;
 	if (affinity_count() < 2)
 		skip();
-	inject(0, FB_POLL_CROWDED_WAIT_NS);
-	c.workers = 2;
-	c.idle_poll_set = 1;
-	c.idle_poll_us = 1000000;
-	assert_int_equal(fiber_init(&c), 0);
+	crowded_start();
 	/* Crowded first: the nappers' waits skip their polls. */
 	naps_start();
 	WAIT_FOR(fiber_stats_counter("poll_skips") > 0, 60, "a skipped poll");
@@ -641,17 +655,8 @@ static void test_bind_crowded_worker_polls_for_fiber_wakeups(void **state)
 	fiber_stats_reset();
 	assert_int_equal(fiber_pipe_create(&p.ab, 0), 0);
 	assert_int_equal(fiber_pipe_create(&p.ba, 0), 0);
-	for (int i = 0; i < 2; i++) {
-		cpu_set_t set;
-
-		CPU_ZERO(&set);
-		CPU_SET(i, &set);
-		assert_int_equal(fiber_attr_init(&attr[i]), 0);
-		assert_int_equal(fiber_attr_setstacksize(&attr[i], TEST_STACK),
-				 0);
-		assert_int_equal(
-			fiber_attr_setaffinity(&attr[i], sizeof(set), &set), 0);
-	}
+	for (int i = 0; i < 2; i++)
+		attr_on(&attr[i], i);
 	assert_int_equal(fiber_create(&f[1], &attr[1], pp_pong, &p), 0);
 	assert_int_equal(fiber_create(&f[0], &attr[0], pp_ping, &p), 0);
 	for (int i = 0; i < 2; i++) {
@@ -674,6 +679,106 @@ static void test_bind_crowded_worker_polls_for_fiber_wakeups(void **state)
 		    fiber_stats_counter("idle_polls_found"));
 	assert_int_equal(fiber_pipe_destroy(p.ab), 0);
 	assert_int_equal(fiber_pipe_destroy(p.ba), 0);
+	runtime_stop();
+}
+
+static atomic_int stop_yield;
+
+/* yield_on - pinned: yields until told to stop (keeps its worker's
+ * nr_running above one, with nothing another worker may take). */
+static void *yield_on(void *arg)
+{
+	while (!atomic_load(&stop_yield))
+		fiber_yield();
+	return arg;
+}
+
+struct napping_pp {
+	struct pp pp;
+	long warm;		 /* rounds before the count */
+	long long skips_at_warm; /* poll_skips then */
+};
+
+static void *npp_ping(void *arg)
+{
+	struct napping_pp *q = arg;
+	char c = 'x';
+	size_t n;
+
+	for (long i = 0; i < q->pp.rounds; i++) {
+		if (i == q->warm)
+			q->skips_at_warm = fiber_stats_counter("poll_skips");
+		assert_int_equal(fiber_pipe_write(q->pp.ab, &c, 1, &n), 0);
+		assert_int_equal(fiber_pipe_read(q->pp.ba, &c, 1, &n), 0);
+	}
+	return NULL;
+}
+
+/* ...and every 200th round after the warm-up, naps 20 ms first. */
+static void *npp_pong(void *arg)
+{
+	struct napping_pp *q = arg;
+	char c;
+	size_t n;
+
+	for (long i = 0; i < q->pp.rounds; i++) {
+		assert_int_equal(fiber_pipe_read(q->pp.ab, &c, 1, &n), 0);
+		if (i > q->warm && i % 200 == 0)
+			fiber_usleep(20000);
+		assert_int_equal(fiber_pipe_write(q->pp.ba, &c, 1, &n), 0);
+	}
+	return NULL;
+}
+
+/* The steal hint does not weigh against polling: worker 1 keeps two
+ * pinned fibers yielding beside the pong, so the hint (another worker's
+ * nr_running above one) holds throughout and nothing there may move.
+ * Worker 0's long waits for the napping pong poll on (a second's window),
+ * cut once a millisecond by the hint.  Sampled as polls that found no
+ * fiber's wakeup, those cuts drove the average of the crowded worker
+ * below half within a nap, and the rounds after it skipped seven polls
+ * in eight; not sampled, no poll is skipped once the warm-up filled the
+ * average. */
+static void test_bind_crowded_poll_ignores_unmovable_steal_hints(void **state)
+{
+	struct napping_pp q = { .pp.rounds = 3000, .warm = 1000 };
+	fiber_attr_t attr[2];
+	fiber_t f[2], y[2];
+	long long skips;
+
+	(void)state;
+	if (affinity_count() < 2)
+		skip();
+	crowded_start();
+	assert_int_equal(fiber_pipe_create(&q.pp.ab, 0), 0);
+	assert_int_equal(fiber_pipe_create(&q.pp.ba, 0), 0);
+	for (int i = 0; i < 2; i++)
+		attr_on(&attr[i], i);
+	atomic_store(&stop_yield, 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(fiber_create(&y[i], &attr[1], yield_on, NULL),
+				 0);
+	/* Crowded from worker 0's first check on (the window's wait). */
+	{
+		long c0 = atomic_load(&wait_checks[0]);
+
+		WAIT_FOR(atomic_load(&wait_checks[0]) >= c0 + 2, 60,
+			 "worker 0's checks");
+	}
+	assert_int_equal(fiber_create(&f[1], &attr[1], npp_pong, &q), 0);
+	assert_int_equal(fiber_create(&f[0], &attr[0], npp_ping, &q), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(fiber_join(f[i], NULL), 0);
+	skips = fiber_stats_counter("poll_skips") - q.skips_at_warm;
+	atomic_store(&stop_yield, 1);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(fiber_join(y[i], NULL), 0);
+		fiber_attr_destroy(&attr[i]);
+	}
+	fprintf(stderr, "# poll_skips after the warm-up %lld\n", skips);
+	assert_int_equal(skips, 0);
+	assert_int_equal(fiber_pipe_destroy(q.pp.ab), 0);
+	assert_int_equal(fiber_pipe_destroy(q.pp.ba), 0);
 	runtime_stop();
 }
 
@@ -780,6 +885,7 @@ int main(void)
 		BTEST(test_bind_runtime_unpins_on_long_waits),
 		BTEST(test_bind_crowded_worker_does_not_poll),
 		BTEST(test_bind_crowded_worker_polls_for_fiber_wakeups),
+		BTEST(test_bind_crowded_poll_ignores_unmovable_steal_hints),
 		BTEST(test_bind_wait_reads_schedstat),
 		BTEST(test_bind_forced_stays_pinned_when_shared),
 	};

@@ -206,6 +206,49 @@ static void *stranded(void *arg)
 	return NULL;
 }
 
+/*
+ * stranding_start - a runtime of @workers workers on as many cores of one
+ * LLC for a stranded fiber (features @features, NULL: the defaults): the
+ * monitor's rescue off (LIBFIBER_STALL_MS=0), worker 1 polling for a
+ * second at a time, even on a loaded host: pinned for good, so that no
+ * verdict of adaptive pinning cuts its window (a crowded CPU polls not
+ * at all).  The caller unsets LIBFIBER_STALL_MS after its shutdown.
+ */
+static void stranding_start(struct fiber_config *c, int workers,
+			    const char *features)
+{
+	static char topo[64];
+
+	setenv("LIBFIBER_STALL_MS", "0", 1);
+	snprintf(topo, sizeof(topo), "pack:1 l3:1 core:%d pu:1", workers);
+	c->workers = workers;
+	c->topology = topo;
+	c->stats = "0";
+	c->sched_features = features;
+	c->idle_poll_set = 1;
+	c->idle_poll_us = 1000000;
+	c->bind = 1;
+	c->bind_set = 1;
+	assert_int_equal(fiber_init(c), 0);
+	atomic_store(&unpinned, 0);
+	atomic_store(&ran_on, -1);
+}
+
+/* strand - with the counters reset, worker 1 just gone idle (it polls
+ * for the next second), the hog and the stranded fiber on worker 0;
+ * returns once both ended. */
+static void strand(void)
+{
+	fiber_t h, t;
+
+	fiber_stats_reset();
+	assert_int_equal(fiber_join(create_on(1, nothing, NULL), NULL), 0);
+	h = create_on(0, hog, NULL);
+	t = create_on(0, stranded, &unpinned);
+	assert_int_equal(fiber_join(t, NULL), 0);
+	assert_int_equal(fiber_join(h, NULL), 0);
+}
+
 /* A fiber queued on a worker that never schedules again (its fiber
  * computes) while the other worker polls, the monitor's rescue off
  * (LIBFIBER_STALL_MS=0) and no balance due (no tick on the hog's worker):
@@ -216,29 +259,9 @@ static void test_idle_fallback_takes_stranded_fiber(void **state)
 {
 	struct fiber_config c = { 0 };
 	long long steals, pulls, pushes, moves;
-	fiber_t h, t;
-
 	(void)state;
-	setenv("LIBFIBER_STALL_MS", "0", 1);
-	c.workers = 2;
-	c.topology = "pack:1 l3:1 core:2 pu:1";
-	c.stats = "0";
-	c.idle_poll_set = 1;
-	c.idle_poll_us = 1000000; /* worker 1 polls throughout */
-	/* ... even on a loaded host: pinned for good, no verdict of adaptive
-	 * pinning cuts the window (a crowded CPU polls not at all). */
-	c.bind = 1;
-	c.bind_set = 1;
-	assert_int_equal(fiber_init(&c), 0);
-	atomic_store(&unpinned, 0);
-	atomic_store(&ran_on, -1);
-	fiber_stats_reset();
-	/* worker 1 just went idle: it polls for the next second */
-	assert_int_equal(fiber_join(create_on(1, nothing, NULL), NULL), 0);
-	h = create_on(0, hog, NULL);
-	t = create_on(0, stranded, &unpinned);
-	assert_int_equal(fiber_join(t, NULL), 0);
-	assert_int_equal(fiber_join(h, NULL), 0);
+	stranding_start(&c, 2, NULL);
+	strand();
 	steals = fiber_stats_counter("steals");
 	pulls = fiber_stats_counter("lb_pulled");
 	pushes = fiber_stats_counter("lb_pushes");
@@ -352,6 +375,106 @@ static void test_idle_no_peer_rescue_when_switched_off(void **state)
 	assert_int_equal(moves, 0);
 }
 
+static atomic_int stop_spin;
+static atomic_long spins;
+
+/* spin_yield - pinned where it is created: yields until told to stop,
+ * counting its yields (the test's clock). */
+static void *spin_yield(void *arg)
+{
+	while (!atomic_load(&stop_spin)) {
+		atomic_fetch_add(&spins, 1);
+		fiber_yield();
+	}
+	return arg;
+}
+
+/* spinners_start - @n spin_yield fibers pinned to worker @w into @y,
+ * returned once they have yielded a thousand times. */
+static void spinners_start(fiber_t *y, int n, int w)
+{
+	atomic_store(&stop_spin, 0);
+	atomic_store(&spins, 0);
+	for (int i = 0; i < n; i++)
+		y[i] = create_on(w, spin_yield, NULL);
+	for (uint64_t end = now_ns() + 60000000000ull;
+	     atomic_load(&spins) < 1000 && now_ns() < end;)
+		usleep(1000);
+}
+
+/* Two fibers pinned to worker 1 yield to each other, so its nr_running
+ * stays 2 while worker 0 has nothing.  Worker 0's search names worker 1
+ * each time, and nothing there may move: it must sleep, not poll and
+ * search again.  The search that only set a flag for the steal had it
+ * poll, search, fail and poll again without end (no sleep at all,
+ * hundreds of thousands of searches a second: a whole CPU).  Kicks and
+ * balance passes may wake it; each wake costs a few searches, so the
+ * searches stay within a few per sleep. */
+static void test_idle_sleeps_beside_pinned_queue(void **state)
+{
+	struct fiber_config c = { 0 };
+	long long searches, sleeps, steals;
+	fiber_t y[2];
+
+	(void)state;
+	c.workers = 2;
+	c.topology = "pack:1 l3:1 core:2 pu:1";
+	c.stats = "0";
+	assert_int_equal(fiber_init(&c), 0);
+	spinners_start(y, 2, 1);
+	fiber_stats_reset();
+	/* A few sleeps, and many yields to let the searches pile up. */
+	for (uint64_t end = now_ns() + 60000000000ull;
+	     (fiber_stats_counter("sleeps") < 3 ||
+	      atomic_load(&spins) < 200000) &&
+	     now_ns() < end;)
+		usleep(1000);
+	searches = fiber_stats_counter("steal_searches");
+	sleeps = fiber_stats_counter("sleeps") +
+		 fiber_stats_counter("epoll_sleeps");
+	steals = fiber_stats_counter("steals");
+	atomic_store(&stop_spin, 1);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(fiber_join(y[i], NULL), 0);
+	assert_int_equal(fiber_shutdown(), 0);
+	fprintf(stderr, "# sleeps %lld, steal_searches %lld, steals %lld\n",
+		sleeps, searches, steals);
+	assert_true(sleeps >= 3);
+	assert_true(searches <= 8 * sleeps + 16);
+	assert_int_equal(steals, 0);
+}
+
+/*
+ * Worker 2 has the longest queue, four fibers pinned there; worker 0 is
+ * stuck in the hog with a fiber queued behind it that may run on worker
+ * 1; worker 1 polls.  Its search names worker 2, which has nothing it
+ * may take: the steal must go on to worker 0 rather than give up, or the
+ * stranded fiber waits for the hog (10 s).  The monitor's rescue and the
+ * busy workers' PEER_RESCUE are off, so that only the idle worker can
+ * move it.
+ */
+static void test_idle_steal_passes_over_pinned_victim(void **state)
+{
+	struct fiber_config c = { 0 };
+	long long steals, pulls;
+	fiber_t y[4];
+
+	(void)state;
+	stranding_start(&c, 3, "NO_PEER_RESCUE");
+	spinners_start(y, 4, 2);
+	strand();
+	steals = fiber_stats_counter("steals");
+	pulls = fiber_stats_counter("lb_pulled");
+	atomic_store(&stop_spin, 1);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(fiber_join(y[i], NULL), 0);
+	assert_int_equal(fiber_shutdown(), 0);
+	unsetenv("LIBFIBER_STALL_MS");
+	fprintf(stderr, "# ran on %d: steals %lld, pulls %lld\n",
+		atomic_load(&ran_on), steals, pulls);
+	assert_int_equal(atomic_load(&ran_on), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -360,6 +483,8 @@ int main(void)
 		cmocka_unit_test(test_idle_fallback_takes_stranded_fiber),
 		cmocka_unit_test(test_idle_busy_peer_rescues_stranded_fiber),
 		cmocka_unit_test(test_idle_no_peer_rescue_when_switched_off),
+		cmocka_unit_test(test_idle_sleeps_beside_pinned_queue),
+		cmocka_unit_test(test_idle_steal_passes_over_pinned_victim),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -812,6 +812,65 @@ static void test_place_peer_rescue_stuck_and_take(void **state)
 	sim_close(&s);
 }
 
+/* ids - the answer of fb_place_steal_retry(@this, @vid), at most @max,
+ * as a string of digits ("" for none), for compact expectations. */
+static const char *retry_ids(const struct sim *s, int this, int vid, int max)
+{
+	static char buf[16];
+	int ids[8], n;
+
+	assert_true(max <= 8);
+	n = fb_place_steal_retry(&s->v, this, vid, ids, max);
+	assert_true(n >= 0 && n <= max);
+	for (int i = 0; i < n; i++)
+		buf[i] = (char)('0' + ids[i]);
+	buf[n] = 0;
+	return buf;
+}
+
+/*
+ * The steal's retry (doc/scheduler.md 1.9) on two nodes of two LLCs of
+ * two workers (LLCs {0,1} {2,3} | {4,5} {6,7}).  Worker 0's victim had
+ * nothing it may run: it asks the other workers with a fiber queued,
+ * nearest level first and from this + 1 within one, up to the level that
+ * holds the victim: the victim's own LLC stops at the node, one of the
+ * other node goes on to it.  Neither the victim, nor @this, nor a worker
+ * with one fiber; at most @max; without a view every such worker from
+ * this + 1; with no victim, every level.
+ */
+static void test_place_steal_retry_nearest_first_up_to_victim(void **state)
+{
+	struct sim s;
+
+	(void)state;
+	sim_open(&s, "pack:2 numa:1 l3:2 core:2 pu:1", false, 0);
+	assert_int_equal(s.n, 8);
+	sim_set(&s, 1, 2);
+	sim_set(&s, 2, 3);
+	sim_set(&s, 3, 1);
+	sim_set(&s, 5, 2);
+	sim_set(&s, 6, 4);
+	sim_set(&s, 7, 2);
+	assert_string_equal(retry_ids(&s, 0, 2, 8), "1");
+	assert_string_equal(retry_ids(&s, 0, 1, 8), "");
+	assert_string_equal(retry_ids(&s, 0, 6, 8), "1257");
+	assert_string_equal(retry_ids(&s, 0, 6, 2), "12");
+	assert_string_equal(retry_ids(&s, 4, 6, 8), "57");
+	assert_string_equal(retry_ids(&s, 4, 2, 8), "5671");
+	assert_string_equal(retry_ids(&s, 0, -1, 8), "12567");
+	assert_string_equal(retry_ids(&s, 0, 6, 0), "");
+	assert_int_equal(fb_place_steal_retry(&s.v, -1, 2, NULL, 8), 0);
+	assert_int_equal(fb_place_steal_retry(&s.v, 8, 2, NULL, 8), 0);
+	/* an idle worker's own count is no candidate */
+	sim_set(&s, 0, 3);
+	assert_string_equal(retry_ids(&s, 0, 6, 8), "1257");
+	s.v.topo = NULL;
+	assert_string_equal(retry_ids(&s, 0, 6, 8), "1257");
+	assert_string_equal(retry_ids(&s, 6, 2, 8), "7015");
+	s.v.topo = s.sv;
+	sim_close(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -843,6 +902,8 @@ int main(void)
 		cmocka_unit_test(test_place_pick_victim_with_and_without_view),
 		cmocka_unit_test(test_place_idle_steal_gated_and_rate_limited),
 		cmocka_unit_test(test_place_peer_rescue_stuck_and_take),
+		cmocka_unit_test(
+			test_place_steal_retry_nearest_first_up_to_victim),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1370,9 +1370,11 @@ static struct sim_fiber *pick_idle(struct sim *s, int w)
 static struct sim_fiber *steal_from(struct sim *s, int w, int vid)
 {
 	struct sim_fiber *p = NULL;
+	int looked = 0;
 
 	sim_charge(s, 2 * line(s, w, vid));
-	for (int id = s->w[vid].rq_head; id >= 0;) {
+	for (int id = s->w[vid].rq_head;
+	     id >= 0 && looked++ < FB_STEAL_SCAN_MAX;) {
 		struct sim_fiber *f = sim_fiber(s, id);
 
 		if (!on_worker(s, f) && fb_pfiber_allows(&f->pf, w)) {
@@ -1387,6 +1389,53 @@ static struct sim_fiber *steal_from(struct sim *s, int w, int vid)
 		id = f->link;
 	}
 	return NULL;
+}
+
+/* steal_any - sched/idle.c take_one(): from @vid, else from the workers
+ * fb_place_steal_retry() names, in turn. */
+static struct sim_fiber *steal_any(struct sim *s, int w, int vid)
+{
+	struct sim_fiber *f = steal_from(s, w, vid);
+	int ids[FB_STEAL_RETRY_MAX], n;
+
+	if (f)
+		return f;
+	n = fb_place_steal_retry(&s->v, w, vid, ids, FB_STEAL_RETRY_MAX);
+	for (int i = 0; !f && i < n; i++)
+		f = steal_from(s, w, ids[i]);
+	return f;
+}
+
+/* movable - sched/idle.c movable(): a fiber queued on @v, among the first
+ * FB_STEAL_SCAN_MAX, that @w may take. */
+static bool movable(struct sim *s, int w, int v)
+{
+	int looked = 0;
+
+	for (int id = s->w[v].rq_head; id >= 0 && looked++ < FB_STEAL_SCAN_MAX;
+	     id = sim_fiber(s, id)->link) {
+		struct sim_fiber *f = sim_fiber(s, id);
+
+		if (!on_worker(s, f) && fb_pfiber_allows(&f->pf, w))
+			return true;
+	}
+	return false;
+}
+
+/* victim_movable - victim_exists()'s look at the queues: @vid's, then
+ * those fb_place_steal_retry() names. */
+static bool victim_movable(struct sim *s, int w, int vid)
+{
+	int ids[FB_STEAL_RETRY_MAX], n;
+
+	if (movable(s, w, vid))
+		return true;
+	n = fb_place_steal_retry(&s->v, w, vid, ids, FB_STEAL_RETRY_MAX);
+	for (int i = 0; i < n; i++) {
+		if (movable(s, w, ids[i]))
+			return true;
+	}
+	return false;
 }
 
 /* charge_search - the records an fb_place_pick_victim() by @w that answered
@@ -1474,9 +1523,11 @@ static struct sim_fiber *steal(struct sim *s, int w)
 		}
 	}
 	steal_victim = -1;
-	if (vid < 0 || vid == w || nr_running(s, vid) < 2)
+	if (vid < 0 || vid == w)
 		return NULL;
-	return steal_from(s, w, vid);
+	if (s->o.legacy_idle)
+		return nr_running(s, vid) < 2 ? NULL : steal_from(s, w, vid);
+	return steal_any(s, w, vid);
 }
 
 static void idle_entry(struct sim *s, int w)
@@ -1656,7 +1707,7 @@ static void idle_sleep(struct sim *s, int w)
 
 		COUNT(s, w, steal_searches);
 		charge_search(s, w, v);
-		if (v >= 0) {
+		if (v >= 0 && v != w && victim_movable(s, w, v)) {
 			x->steal_force = true;
 			COUNT(s, w, idle_polls_found);
 			fb_store_relaxed(&p->state, FB_WS_RUNNING);

@@ -658,6 +658,45 @@ int fb_place_pick_victim(const struct fb_place_view *v, int this)
 	return -1;
 }
 
+/* retry_add - worker @i, if another than @this and @vid with a fiber
+ * queued, as the next of the *@k in @out. */
+static void retry_add(const struct fb_place_view *v, int this, int vid, int i,
+		      int *out, int *k)
+{
+	if (i != this && i != vid && nr_of(v, i) > 1)
+		out[(*k)++] = i;
+}
+
+int fb_place_steal_retry(const struct fb_place_view *v, int this, int vid,
+			 int *out, int max)
+{
+	const struct fb_domain *d, *below = NULL;
+	int k = 0, n = v->nr_workers;
+
+	if (this < 0 || this >= n || max <= 0)
+		return 0;
+	if (!v->topo || this >= v->topo->nr_workers) {
+		for (int j = 1; j < n && k < max; j++)
+			retry_add(v, this, vid, (this + j) % n, out, &k);
+		return k;
+	}
+	fb_for_each_domain (v->topo, this, d) {
+		for (int j = 1;
+		     (d->flags & FB_SD_BALANCE_NEWIDLE) && j < n && k < max;
+		     j++) {
+			int i = (this + j) % n;
+
+			if (fb_wmask_test(&d->span, i) &&
+			    !(below && fb_wmask_test(&below->span, i)))
+				retry_add(v, this, vid, i, out, &k);
+		}
+		if (vid >= 0 && vid < n && fb_wmask_test(&d->span, vid))
+			break;
+		below = d;
+	}
+	return k;
+}
+
 bool fb_place_steal_hint(const struct fb_place_view *v, int this)
 {
 	for (int i = 0; i < v->nr_workers; i++) {

@@ -613,6 +613,20 @@ bool fb_place_asym(const struct fb_place_view *v, const struct fb_domain *d,
  */
 int fb_place_pick_victim(const struct fb_place_view *v, int this);
 /*
+ * fb_place_steal_retry - the workers an idle @this asks in turn, nearest
+ * first, when the victim @vid it chose (fb_place_idle_steal) had no fiber
+ * it may run: the count that named @vid includes fibers that cannot move
+ * (pinned there, or still being left by their worker).  As the kernel's
+ * balancer retries the domain it balanced without the CPU whose tasks were
+ * all pinned, these are the workers of @this's BALANCE_NEWIDLE domains up
+ * to the lowest that holds @vid, by level and from @this + 1 within one,
+ * with a fiber queued (nr_running >= 2), neither @this nor @vid; without
+ * a domain view (or @vid < 0, with one: every level), any such worker from
+ * @this + 1.  Writes at most @max ids to @out.  Return: how many.  Pure.
+ */
+int fb_place_steal_retry(const struct fb_place_view *v, int this, int vid,
+			 int *out, int max);
+/*
  * fb_place_steal_hint - whether a worker other than @this has a fiber queued
  * besides one running (nr_running >= 2), the one case in which
  * fb_place_pick_victim() can name a victim: a read of each worker's
@@ -654,6 +668,14 @@ int fb_place_rescue_take(const struct fb_place_view *v, int peer);
 /* The idle loop's ungated victim search runs at most once per this long
  * per worker unless forced (fb_place_idle_steal): one tick. */
 #define FB_STEAL_PERIOD_NS 1000000ull
+/* A thief looks at most this many of a victim's queued fibers, under the
+ * victim's queue lock (sched/idle.c): a worker with thousands of pinned
+ * fibers queued must not have each steal walk them all while it waits
+ * for its lock.  A fiber deeper in the queue is left to its worker. */
+#define FB_STEAL_SCAN_MAX 64
+/* ...and asks at most this many other workers after its victim
+ * (fb_place_steal_retry). */
+#define FB_STEAL_RETRY_MAX 8
 /*
  * fb_place_idle_steal - whom an idle @this steals one fiber from after
  * newly-idle balancing pulled nothing (doc/scheduler.md 1.9), or -1.

@@ -20,14 +20,14 @@ int fb_sched_take_queued(struct fb_worker *v, int to, struct fb_fiber **got,
 			 int max)
 {
 	struct fb_list *n, *tmp;
-	int k = 0;
+	int k = 0, looked = 0;
 
 	if (max <= 0 || !fb_spin_trylock(&v->rq_lock))
 		return 0;
 	fb_list_for_each_safe (n, tmp, &v->rq) {
 		struct fb_fiber *f = fb_list_entry(n, struct fb_fiber, rq_node);
 
-		if (k == max)
+		if (k == max || looked++ == FB_STEAL_SCAN_MAX)
 			break;
 		if (fb_load_acquire(&f->on_worker) ||
 		    !fb_pfiber_allows(&f->pf, to))
@@ -41,15 +41,46 @@ int fb_sched_take_queued(struct fb_worker *v, int to, struct fb_fiber **got,
 }
 
 /*
+ * take_one - take a fiber that @w may run off worker @vid's queue or, when
+ * @vid has none to give, off the queue of a worker fb_place_steal_retry()
+ * names, for @w to run (counted in its nr_running); a queue whose lock is
+ * taken is passed by.  Return: the fiber, or NULL.
+ */
+static struct fb_fiber *take_one(struct fb_worker *w, int vid)
+{
+	int ids[FB_STEAL_RETRY_MAX], n, from = vid;
+	struct fb_fiber *got = NULL;
+	struct fb_place_view pv;
+
+	if (!fb_sched_take_queued(fb_rt->workers[vid], w->id, &got, 1)) {
+		fb_sched_view_enter(&pv);
+		n = fb_place_steal_retry(&pv, w->id, vid, ids,
+					 FB_STEAL_RETRY_MAX);
+		fb_sched_view_exit();
+		for (int i = 0; !got && i < n; i++) {
+			from = ids[i];
+			fb_sched_take_queued(fb_rt->workers[from], w->id, &got,
+					     1);
+		}
+		if (!got)
+			return NULL;
+	}
+	fb_spin_lock(&w->rq_lock);
+	fb_nr_running_add_local(w, 1);
+	fb_spin_unlock(&w->rq_lock);
+	FB_COUNT(w, steals);
+	FB_PROBE(steal, got->id, from, w->id);
+	return got;
+}
+
+/*
  * steal - take one queued fiber from another worker after newly-idle
  * balancing pulled nothing (doc/scheduler.md 1.9): from the worker that
  * balance chose, else, rate-limited or forced, from the one an ungated
- * search finds (fb_place_idle_steal).
+ * search finds (fb_place_idle_steal), else from any other (take_one).
  */
 static struct fb_fiber *steal(struct fb_worker *w)
 {
-	struct fb_worker *v;
-	struct fb_fiber *got = NULL;
 	struct fb_place_view pv;
 	bool searched;
 	int vid;
@@ -64,17 +95,7 @@ static struct fb_fiber *steal(struct fb_worker *w)
 	w->bal.steal_force = false;
 	if (searched)
 		FB_COUNT(w, steal_searches);
-	if (vid < 0)
-		return NULL;
-	v = fb_rt->workers[vid];
-	if (fb_sched_take_queued(v, w->id, &got, 1)) {
-		fb_spin_lock(&w->rq_lock);
-		fb_nr_running_add_local(w, 1);
-		fb_spin_unlock(&w->rq_lock);
-		FB_COUNT(w, steals);
-		FB_PROBE(steal, got->id, vid, w->id);
-	}
-	return got;
+	return vid < 0 ? NULL : take_one(w, vid);
 }
 
 static struct fb_fiber *pick_idle(struct fb_worker *w)
@@ -118,22 +139,65 @@ static bool steal_due(struct fb_worker *w)
 	return yes;
 }
 
+/* movable - whether @v has a fiber queued, among the first
+ * FB_STEAL_SCAN_MAX, that worker @to may take (fb_sched_take_queued's
+ * test, waiting for the lock). */
+static bool movable(struct fb_worker *v, int to)
+{
+	struct fb_list *n;
+	bool yes = false;
+	int looked = 0;
+
+	fb_spin_lock(&v->rq_lock);
+	fb_list_for_each (n, &v->rq) {
+		struct fb_fiber *f = fb_list_entry(n, struct fb_fiber, rq_node);
+
+		if (looked++ == FB_STEAL_SCAN_MAX)
+			break;
+		if (!fb_load_acquire(&f->on_worker) &&
+		    fb_pfiber_allows(&f->pf, to)) {
+			yes = true;
+			break;
+		}
+	}
+	fb_spin_unlock(&v->rq_lock);
+	return yes;
+}
+
 /*
  * victim_exists - the poll window is over: the one ungated search before
- * the worker sleeps, so that it never sleeps while a victim is there.
+ * the worker sleeps, so that it never sleeps while another worker has a
+ * queued fiber it may run.  The search names its victim by a count that
+ * includes fibers that cannot come here (pinned there, or still being
+ * left), so the victim's queue is looked at, and those of the workers
+ * fb_place_steal_retry() names: a search that trusted the count had the
+ * worker poll, search, fail to steal and poll again for as long as the
+ * fibers stayed queued, and pinned ones stay, so a worker beside two
+ * pinned fibers that yield to each other spent its whole CPU on it.
  */
 static bool victim_exists(struct fb_worker *w)
 {
+	int ids[FB_STEAL_RETRY_MAX], n = 0, vid = -1;
 	struct fb_place_view pv;
-	bool yes = false;
 
 	fb_sched_view_enter(&pv);
 	if (fb_place_steal_hint(&pv, w->id)) {
-		yes = fb_place_pick_victim(&pv, w->id) >= 0;
+		vid = fb_place_pick_victim(&pv, w->id);
 		FB_COUNT(w, steal_searches);
+		if (vid >= 0)
+			n = fb_place_steal_retry(&pv, w->id, vid, ids,
+						 FB_STEAL_RETRY_MAX);
 	}
 	fb_sched_view_exit();
-	return yes;
+	if (vid < 0)
+		return false;
+	if (movable(fb_rt->workers[vid], w->id))
+		return true;
+	for (int i = 0; i < n; i++) {
+		if (movable(fb_rt->workers[ids[i]], w->id))
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -161,9 +225,14 @@ static uint64_t poll_window(struct fb_worker *w)
 }
 
 /* poll_ended - a poll of @w for @window ns found work, @by_fiber when a
- * fiber's wakeup (not socket readiness or a steal).  A wait that did not
- * poll says nothing of polling, and one whose window ran out nothing of
- * what polling finds. */
+ * fiber's wakeup (not socket readiness).  A wait that did not poll says
+ * nothing of polling, and one whose window ran out nothing of what
+ * polling finds.  Nor does one cut short by the steal hint: the hint
+ * counts queued fibers, which may be unable to move (pinned, or woken on
+ * a worker the kernel preempted before it switched out, which counts two
+ * for as long as it is off the CPU).  Sampled as other work, each such
+ * hint, once a millisecond through a partner's long wait, weighed against
+ * polling, and a crowded worker stopped polling for its ping-pong. */
 static void poll_ended(struct fb_worker *w, uint64_t window, bool by_fiber)
 {
 	if (!window)
@@ -202,8 +271,8 @@ static void idle_wait(struct fb_worker *w)
 			/* Ready fds are work too (sched/netpoll.c). */
 			if (fb_sched_idle_poll(w))
 				goto found_other;
-			if (steal_due(w))
-				goto found_other;
+			if (steal_due(w)) /* no sample: poll_ended */
+				goto found_steal;
 			if (fb_now_ns() >= deadline) {
 				if (!victim_exists(w))
 					goto sleep;
@@ -218,6 +287,8 @@ static void idle_wait(struct fb_worker *w)
 	goto found;
 found_other:
 	poll_ended(w, window, false);
+	goto found;
+found_steal:
 found:
 	/* A kick (sched/core.c kick_idle) is meant to make it steal. */
 	if (fb_load_relaxed(&w->pw.state) & FB_WS_NEED_RESCHED)

@@ -1286,9 +1286,10 @@ void fb_sched_balance_sleep(struct fb_worker *w);
 /*
  * fb_sched_take_queued - take up to @max fibers queued on @v that are not
  * on a worker (still being left) and that allow worker @to, in queue
- * order, into @got, lowering @v's nr_running; nothing if @v's rq_lock is
- * not free at once.  The caller owns them (RUNNABLE, on no queue).
- * Return: how many.  Context: a worker other than @v (sched/idle.c).
+ * order among the first FB_STEAL_SCAN_MAX, into @got, lowering @v's
+ * nr_running; nothing if @v's rq_lock is not free at once.  The caller
+ * owns them (RUNNABLE, on no queue).  Return: how many.  Context: a
+ * worker other than @v (sched/idle.c).
  */
 int fb_sched_take_queued(struct fb_worker *v, int to, struct fb_fiber **got,
 			 int max);

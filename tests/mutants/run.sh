@@ -5,9 +5,9 @@
 #
 #   tests/mutants/run.sh [PATCH...]      (default: every NN-*.patch here)
 #
-# Each patch breaks one behaviour of the placement layer or of the wake
-# path (its first line says which; its second names the tests expected
-# to notice).  The script copies the committed tree (git archive HEAD)
+# Each patch breaks one behaviour of the placement layer, of the wake
+# path or of the idle path (its first line says which; its second names
+# the tests expected to notice).  The script copies the committed tree (git archive HEAD)
 # to a scratch directory ($MUTANT_DIR, default a new one under /tmp),
 # builds it once and checks that the tests pass unmutated; then for each
 # patch it applies it, rebuilds the test programs, runs the named tests
@@ -25,7 +25,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 SET="place-wake place-idle place-balance place-create place-blocked topo pelt
-wakelist wake-runtime idle-runtime balance-runtime pelt-runtime"
+wakelist wake-runtime idle-runtime balance-runtime pelt-runtime bind"
 
 dir=${MUTANT_DIR:-$(mktemp -d /tmp/fiber-mutants.XXXXXX)}
 src=$dir/src
