@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "harness.h"
 #include "sched/sched.h"
 
 static uint64_t now_ns(void)
@@ -64,7 +65,6 @@ static void test_idle_entry_refreshes_sis_util_depth(void **state)
 	fiber_attr_t a;
 	cpu_set_t s;
 	fiber_t f;
-	uint64_t end;
 	int n;
 
 	(void)state;
@@ -73,18 +73,24 @@ static void test_idle_entry_refreshes_sis_util_depth(void **state)
 	c.sched_features = "SIS_UTIL";
 	c.stats = "0";
 	assert_int_equal(fiber_init(&c), 0);
-	usleep(20000); /* past every worker's refresh cadence (4 ms) */
 	write_depth(0, 0);
 	fiber_attr_init(&a);
 	CPU_ZERO(&s);
 	CPU_SET(0, &s);
 	fiber_attr_setaffinity(&a, sizeof(s), &s);
-	assert_int_equal(fiber_create(&f, &a, nothing, NULL), 0);
-	assert_int_equal(fiber_join(f, NULL), 0);
-	fiber_attr_destroy(&a);
-	end = now_ns() + 2000000000ull;
-	while (!(n = read_depth(0)) && now_ns() < end)
+	/* Worker 0 goes idle after each fiber, and one of the first few
+	 * idle entries comes past its refresh cadence (4 ms).  A single
+	 * one did not always: on a slow start worker 0's first idle entry,
+	 * which set the cadence, came within 4 ms of the fiber.  Few: after
+	 * about 20 ms of this a balance pass writes the depth too (the
+	 * mutant without the idle-entry refresh passed a loop of seconds). */
+	for (int tries = 0; tries < 8 && !(n = read_depth(0)); tries++) {
+		assert_int_equal(fiber_create(&f, &a, nothing, NULL), 0);
+		assert_int_equal(fiber_join(f, NULL), 0);
 		usleep(1000);
+	}
+	n = read_depth(0);
+	fiber_attr_destroy(&a);
 	assert_int_equal(n, 4);
 	assert_int_equal(fiber_shutdown(), 0);
 }
@@ -475,16 +481,34 @@ static void test_idle_steal_passes_over_pinned_victim(void **state)
 	assert_int_equal(atomic_load(&ran_on), 1);
 }
 
+/* down - harness.h's teardown (a test that failed half-way left the
+ * runtime up, and every later fiber_init() said EBUSY), after telling
+ * the fibers that would run on to stop: shutdown waits for them. */
+static int down(void **state)
+{
+	atomic_store(&stop_spin, 1);
+	atomic_store(&hog_done, 1);
+	unsetenv("LIBFIBER_STALL_MS");
+	return stop_if_running(state);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_idle_entry_refreshes_sis_util_depth),
-		cmocka_unit_test(test_idle_no_search_without_backlog),
-		cmocka_unit_test(test_idle_fallback_takes_stranded_fiber),
-		cmocka_unit_test(test_idle_busy_peer_rescues_stranded_fiber),
-		cmocka_unit_test(test_idle_no_peer_rescue_when_switched_off),
-		cmocka_unit_test(test_idle_sleeps_beside_pinned_queue),
-		cmocka_unit_test(test_idle_steal_passes_over_pinned_victim),
+		cmocka_unit_test_teardown(
+			test_idle_entry_refreshes_sis_util_depth, down),
+		cmocka_unit_test_teardown(test_idle_no_search_without_backlog,
+					  down),
+		cmocka_unit_test_teardown(
+			test_idle_fallback_takes_stranded_fiber, down),
+		cmocka_unit_test_teardown(
+			test_idle_busy_peer_rescues_stranded_fiber, down),
+		cmocka_unit_test_teardown(
+			test_idle_no_peer_rescue_when_switched_off, down),
+		cmocka_unit_test_teardown(test_idle_sleeps_beside_pinned_queue,
+					  down),
+		cmocka_unit_test_teardown(
+			test_idle_steal_passes_over_pinned_victim, down),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
