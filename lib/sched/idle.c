@@ -16,6 +16,13 @@
 
 /* ---- the idle loop ------------------------------------------------------- */
 
+/* stealable - queued fiber @f may move to worker @to: it is not still
+ * being left by its worker, and its mask allows @to. */
+static bool stealable(const struct fb_fiber *f, int to)
+{
+	return !fb_load_acquire(&f->on_worker) && fb_pfiber_allows(&f->pf, to);
+}
+
 int fb_sched_take_queued(struct fb_worker *v, int to, struct fb_fiber **got,
 			 int max)
 {
@@ -29,8 +36,7 @@ int fb_sched_take_queued(struct fb_worker *v, int to, struct fb_fiber **got,
 
 		if (k == max || looked++ == FB_STEAL_SCAN_MAX)
 			break;
-		if (fb_load_acquire(&f->on_worker) ||
-		    !fb_pfiber_allows(&f->pf, to))
+		if (!stealable(f, to))
 			continue;
 		fb_list_del(n);
 		atomic_fetch_sub(&v->pw.nr_running, 1);
@@ -139,9 +145,8 @@ static bool steal_due(struct fb_worker *w)
 	return yes;
 }
 
-/* movable - whether @v has a fiber queued, among the first
- * FB_STEAL_SCAN_MAX, that worker @to may take (fb_sched_take_queued's
- * test, waiting for the lock). */
+/* movable - whether @v has a stealable fiber queued among the first
+ * FB_STEAL_SCAN_MAX; waits for the lock. */
 static bool movable(struct fb_worker *v, int to)
 {
 	struct fb_list *n;
@@ -154,8 +159,7 @@ static bool movable(struct fb_worker *v, int to)
 
 		if (looked++ == FB_STEAL_SCAN_MAX)
 			break;
-		if (!fb_load_acquire(&f->on_worker) &&
-		    fb_pfiber_allows(&f->pf, to)) {
+		if (stealable(f, to)) {
 			yes = true;
 			break;
 		}
