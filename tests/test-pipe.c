@@ -5,7 +5,8 @@
  * write end closes and the buffer drains, EPIPE once the read end closes
  * (with the count of what got in), EBADF on a closed end, partial reads,
  * the default capacity, a one-byte ping-pong on one worker, and short
- * reads served while the reader waits landing exactly where asked.
+ * reads served while the reader waits, and every short copy through the
+ * ring, landing exactly where asked.
  *
  * Fibers never call cmocka assertions (a failure would longjmp off their
  * stack); they record results and the test thread asserts them.
@@ -519,6 +520,41 @@ static void test_pipe_waiting_short_reads_land_exactly(void **state)
 	runtime_stop();
 }
 
+/* Every length from 1 to 160 through the ring, at every offset of a
+ * prime ring of 257 (so writes and reads wrap at each split), read back
+ * into a guarded buffer: the bytes come back in order, land where the
+ * caller asked and nowhere else, on both sides of the copies' bounds
+ * (4, 8, 16, 32, 64, 128).  Nothing waits, so the main thread calls the
+ * pipe directly; a read asks for more than is there, so a copy that
+ * overruns its count would show in the guard. */
+static void test_pipe_ring_copies_land_exactly(void **state)
+{
+	uint8_t msg[160], buf[16 + 200 + 16];
+	unsigned int seq = 0;
+	size_t done;
+
+	(void)state;
+	runtime_start(1);
+	assert_int_equal(fiber_pipe_create(&pipe_, 257), 0);
+	for (size_t len = 1; len <= sizeof(msg); len++) {
+		for (size_t i = 0; i < len; i++)
+			msg[i] = (uint8_t)(seq++ * 7 + 1);
+		assert_int_equal(fiber_pipe_write(pipe_, msg, len, &done), 0);
+		assert_int_equal(done, len);
+		memset(buf, GUARD, sizeof(buf));
+		assert_int_equal(fiber_pipe_read(pipe_, buf + 16, 200, &done),
+				 0);
+		assert_int_equal(done, len);
+		assert_memory_equal(buf + 16, msg, len);
+		for (size_t i = 0; i < sizeof(buf); i++)
+			if (i < 16 || i >= 16 + len)
+				assert_int_equal(buf[i], GUARD);
+	}
+	assert_int_equal(fiber_pipe_close_read(pipe_), 0);
+	assert_int_equal(fiber_pipe_destroy(pipe_), 0);
+	runtime_stop();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -532,6 +568,7 @@ int main(void)
 		TEST(test_pipe_waiting_short_reads_land_exactly),
 		TEST(test_pipe_odd_capacity_wraps_correctly),
 		TEST(test_pipe_short_chunks_arrive_intact),
+		TEST(test_pipe_ring_copies_land_exactly),
 		TEST(test_pipe_64mib_random_chunks_arrive_intact),
 	};
 

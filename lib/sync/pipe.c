@@ -104,26 +104,61 @@ struct read_req {
 	unsigned char small[FB_PIPE_SMALL];
 };
 
-/* Sixteen bytes, which the compiler moves with one vector load and store. */
-struct b16 {
-	uint64_t q[2];
-};
+/* Sixteen bytes, which the compiler moves with one vector load and store
+ * (SSE2 is part of x86-64; elsewhere what the target has). */
+typedef unsigned char fb_v16 __attribute__((vector_size(16)));
 
-/* copy_b16 - copy @k 16-byte blocks from the start of @src and @k from
- * the end (16 < @n <= 32 @k), which overlap in the middle: loads first,
- * then stores, so that only the destination overlaps itself. */
-static inline void copy_b16(unsigned char *dst, const unsigned char *src,
-			    size_t n, int k)
+static inline fb_v16 load16(const unsigned char *p)
 {
-	struct b16 h[4], t[4];
+	fb_v16 v;
 
-	for (int i = 0; i < k; i++) {
-		memcpy(&h[i], src + 16 * i, 16);
-		memcpy(&t[i], src + n - 16 * (k - i), 16);
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline void store16(unsigned char *p, fb_v16 v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+/*
+ * copy_b16 - copy 16 < @n <= 128 bytes: @k (1, 2 or 4) 16-byte blocks
+ * from the start of @src and @k from its end, which overlap in the
+ * middle.  Each block is a named value, never an array: an array of
+ * them went through the stack, with a loop and an overlap test, and
+ * cost three times the instructions.  Every load comes before the
+ * stores, so that only the destination overlaps itself.
+ */
+static fb_always_inline void copy_b16(unsigned char *dst,
+				      const unsigned char *src, size_t n, int k)
+{
+	const unsigned char *se = src + n - 16 * k;
+	unsigned char *de = dst + n - 16 * k;
+	fb_v16 h0, h1, h2, h3, t0, t1, t2, t3;
+
+	h0 = load16(src);
+	t0 = load16(se);
+	if (k >= 2) {
+		h1 = load16(src + 16);
+		t1 = load16(se + 16);
 	}
-	for (int i = 0; i < k; i++) {
-		memcpy(dst + 16 * i, &h[i], 16);
-		memcpy(dst + n - 16 * (k - i), &t[i], 16);
+	if (k == 4) {
+		h2 = load16(src + 32);
+		h3 = load16(src + 48);
+		t2 = load16(se + 32);
+		t3 = load16(se + 48);
+	}
+	store16(dst, h0);
+	store16(de, t0);
+	if (k >= 2) {
+		store16(dst + 16, h1);
+		store16(de + 16, t1);
+	}
+	if (k == 4) {
+		store16(dst + 32, h2);
+		store16(dst + 48, h3);
+		store16(de + 32, t2);
+		store16(de + 48, t3);
 	}
 }
 
@@ -187,7 +222,8 @@ static inline void copy_short(unsigned char *dst, const unsigned char *src,
 
 /* Copy up to @len bytes from @src to the tail of the ring; returns how
  * many fitted.  @p->lock held. */
-static size_t ring_put(struct fb_pipe *p, const unsigned char *src, size_t len)
+static fb_always_inline size_t ring_put(struct fb_pipe *p,
+					const unsigned char *src, size_t len)
 {
 	size_t n = FB_MIN(len, p->capacity - p->count);
 	size_t tail = p->head + p->count;
@@ -559,6 +595,30 @@ static fb_noinline int write_locked(struct fb_pipe *p, const unsigned char *src,
 	return err;
 }
 
+/*
+ * write_ring - a write with @p->lock held, released here, that no queued
+ * reader takes: the fan-out's case, a message into a ring with room.
+ * Straight into the ring when it fits whole and backed, with neither a
+ * reader nor a writer queued (so nobody is to be woken, and no writer
+ * waits for the room this takes); anything else is write_locked()'s.
+ * Out of line from write_until(), and without write_locked()'s waiter
+ * on its frame.
+ */
+static fb_noinline int write_ring(struct fb_pipe *p, const unsigned char *src,
+				  size_t len, size_t *done, uint64_t deadline)
+{
+	if (fb_unlikely(p->write_closed || p->read_closed ||
+			!fb_list_empty(&p->readers) ||
+			!fb_list_empty(&p->writers) ||
+			len > p->capacity - p->count ||
+			(p->populated < p->capacity && ring_unbacked(p, len))))
+		return write_locked(p, src, len, done, deadline);
+	ring_put(p, src, len);
+	fb_spin_unlock(&p->lock);
+	*done = len;
+	return 0;
+}
+
 /* write_slow - a write that must pass a pending cancellation's check or
  * wait for the lock. */
 static fb_noinline int write_slow(struct fb_pipe *p, const unsigned char *src,
@@ -585,8 +645,8 @@ static fb_noinline int write_slow(struct fb_pipe *p, const unsigned char *src,
  * the first try (no cancellation pending), one queued reader that takes
  * a short write whole (queued readers mean an empty ring, so there is
  * room), no writer waiting; the reader is woken after the unlock
- * (fb_waiter_wake_ret).  Everything else goes on in write_locked() or
- * write_slow(), as tail calls.
+ * (fb_waiter_wake_ret).  Everything else goes on in write_ring(),
+ * write_locked() or write_slow(), as tail calls.
  */
 static fb_always_inline int write_until(fiber_pipe_t *pipe, const void *buf,
 					size_t len, size_t *done,
@@ -619,7 +679,7 @@ static fb_always_inline int write_until(fiber_pipe_t *pipe, const void *buf,
 			return fb_waiter_wake_ret(rw, FB_WF_SYNC);
 		}
 	}
-	return write_locked(p, src, len, done, deadline);
+	return write_ring(p, src, len, done, deadline);
 }
 
 int fiber_pipe_write(fiber_pipe_t *pipe, const void *buf, size_t len,

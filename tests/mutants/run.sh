@@ -25,7 +25,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 SET="place-wake place-idle place-balance place-create place-blocked topo pelt
-wakelist wake-runtime idle-runtime balance-runtime pelt-runtime bind"
+wakelist wake-runtime idle-runtime balance-runtime pelt-runtime bind pipe"
 
 dir=${MUTANT_DIR:-$(mktemp -d /tmp/fiber-mutants.XXXXXX)}
 src=$dir/src
