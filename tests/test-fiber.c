@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -890,6 +891,98 @@ static void test_fiber_worker_threads_are_named(void **state)
 		fail_msg("thread names: %s", seen);
 }
 
+/* ---- ids ---- */
+
+#define IDS_PER_MAKER 600 /* more than two of a worker's blocks of ids */
+
+struct id_maker {
+	uint64_t *ids; /* IDS_PER_MAKER */
+	int worker;    /* where the maker must run */
+	int bad;
+};
+
+static void *id_maker(void *arg)
+{
+	struct id_maker *m = arg;
+	fiber_t f;
+
+	for (int i = 0; i < IDS_PER_MAKER; i++) {
+		if (fiber_current_worker() != m->worker ||
+		    fiber_create(&f, NULL, ret_arg, NULL)) {
+			m->bad++;
+			return NULL;
+		}
+		m->ids[i] = fiber_id(f);
+		if (fiber_join(f, NULL))
+			m->bad++;
+	}
+	return NULL;
+}
+
+/* make_ids - @nr makers, maker k pinned to worker k, each creating
+ * IDS_PER_MAKER fibers, and @foreign fibers created by this thread;
+ * their ids go to @ids. */
+static void make_ids(uint64_t *ids, int nr, int foreign)
+{
+	struct id_maker m[2] = { 0 };
+	fiber_attr_t a;
+	fiber_t f[2];
+	cpu_set_t s;
+
+	for (int k = 0; k < nr; k++) {
+		m[k].ids = ids + k * IDS_PER_MAKER;
+		m[k].worker = k;
+		fiber_attr_init(&a);
+		CPU_ZERO(&s);
+		CPU_SET(k, &s);
+		assert_int_equal(fiber_attr_setaffinity(&a, sizeof(s), &s), 0);
+		assert_int_equal(fiber_create(&f[k], &a, id_maker, &m[k]), 0);
+		fiber_attr_destroy(&a);
+	}
+	for (int i = 0; i < foreign; i++) {
+		fiber_t g;
+
+		assert_int_equal(fiber_create(&g, NULL, ret_arg, NULL), 0);
+		ids[nr * IDS_PER_MAKER + i] = fiber_id(g);
+		assert_int_equal(fiber_join(g, NULL), 0);
+	}
+	for (int k = 0; k < nr; k++) {
+		assert_int_equal(fiber_join(f[k], NULL), 0);
+		assert_int_equal(m[k].bad, 0);
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Workers hand out ids from blocks of their own: fibers made on two
+ * workers at once, by a foreign thread meanwhile, and by a worker of a
+ * second runtime all get ids that are non-zero and all different. */
+static void test_fiber_ids_unique_across_workers_and_runtimes(void **state)
+{
+	enum { FOREIGN = 50 };
+	size_t n = 3 * IDS_PER_MAKER + FOREIGN;
+	uint64_t *ids = calloc(n, sizeof(*ids));
+
+	(void)state;
+	assert_non_null(ids);
+	assert_int_equal(start(2), 0);
+	make_ids(ids, 2, FOREIGN);
+	assert_int_equal(fiber_shutdown(), 0);
+	assert_int_equal(start(1), 0);
+	make_ids(ids + 2 * IDS_PER_MAKER + FOREIGN, 1, 0);
+	assert_int_equal(fiber_shutdown(), 0);
+	qsort(ids, n, sizeof(*ids), cmp_u64);
+	assert_true(ids[0] != 0);
+	for (size_t i = 1; i < n; i++)
+		assert_true(ids[i] != ids[i - 1]);
+	free(ids);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -911,6 +1004,7 @@ int main(void)
 		cmocka_unit_test(test_fiber_million_create_join_bounded_memory),
 		TEST(test_fiber_exit_hands_worker_to_joiner),
 		TEST(test_fiber_create_affine_costs_no_wakeup),
+		TEST(test_fiber_ids_unique_across_workers_and_runtimes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

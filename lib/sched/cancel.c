@@ -69,10 +69,14 @@ static void pend(struct fb_fiber *f)
 }
 
 /* clear_locked - clear @f's flag, uncounting it if it was set.
- * Context: @f->slot->lock held. */
+ * Context: @f->slot->lock held.  The flag is set only under that lock
+ * (fb_cancel_request) or by @f itself (fb_cancel_restore), which is
+ * either the caller or gone (fb_cancel_drop at its exit and reap); so
+ * the load alone can say that it is clear, and the exit of every fiber
+ * costs no locked exchange. */
 static bool clear_locked(struct fb_fiber *f)
 {
-	if (!atomic_exchange(&f->cancel, false))
+	if (!fb_load_relaxed(&f->cancel) || !atomic_exchange(&f->cancel, false))
 		return false;
 	atomic_fetch_sub(&fb_nr_cancels_pending, 1);
 	return true;

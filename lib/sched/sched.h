@@ -409,6 +409,9 @@ struct fb_worker {
 				     worker, runs next; owner only, not in
 				     the rq nor in nr_running */
 	unsigned int runnext_streak;  /* consecutive runnext hand-offs */
+	uint64_t ids_next, ids_end;   /* fiber ids this worker may hand out,
+				     taken from the process's counter in
+				     blocks (api/fiber.c) */
 	struct fb_fiber *prev_switch; /* fiber just switched away from */
 	bool migrating;		      /* prev_switch must be placed elsewhere */
 	void *idle_sp;		      /* saved context of the idle loop */
