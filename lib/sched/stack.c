@@ -335,23 +335,33 @@ static struct fb_spinlock pool_lock;
 static struct fb_stack pool[FB_STACK_POOL];
 static _Atomic unsigned int pool_nr; /* pool_lock; read unlocked as a hint */
 
+/* Under pool_lock, pool_nr is counted in a local and stored once:
+ * "pool_nr++" on the atomic would be a locked add per stack moved. */
 static void pool_refill(struct fb_stack_cache *c, size_t slot)
 {
+	unsigned int n;
+
 	fb_spin_lock(&pool_lock);
-	for (unsigned int i = pool_nr; i-- > 0 && c->nr < FB_STACK_CACHE / 2;) {
+	n = fb_load_relaxed(&pool_nr);
+	for (unsigned int i = n; i-- > 0 && c->nr < FB_STACK_CACHE / 2;) {
 		if (pool[i].slot != slot)
 			continue;
 		c->s[c->nr++] = pool[i];
-		pool[i] = pool[--pool_nr];
+		pool[i] = pool[--n];
 	}
+	fb_store_relaxed(&pool_nr, n);
 	fb_spin_unlock(&pool_lock);
 }
 
 static void pool_spill(struct fb_stack_cache *c)
 {
+	unsigned int n;
+
 	fb_spin_lock(&pool_lock);
-	while (c->nr > FB_STACK_CACHE / 2 && pool_nr < FB_STACK_POOL)
-		pool[pool_nr++] = c->s[--c->nr];
+	n = fb_load_relaxed(&pool_nr);
+	while (c->nr > FB_STACK_CACHE / 2 && n < FB_STACK_POOL)
+		pool[n++] = c->s[--c->nr];
+	fb_store_relaxed(&pool_nr, n);
 	fb_spin_unlock(&pool_lock);
 	while (c->nr > FB_STACK_CACHE / 2)
 		fb_stack_unmap(&c->s[--c->nr]);
@@ -359,9 +369,13 @@ static void pool_spill(struct fb_stack_cache *c)
 
 void fb_stack_pool_drain(void)
 {
+	unsigned int n;
+
 	fb_spin_lock(&pool_lock);
-	while (pool_nr)
-		fb_stack_unmap(&pool[--pool_nr]);
+	n = fb_load_relaxed(&pool_nr);
+	while (n)
+		fb_stack_unmap(&pool[--n]);
+	fb_store_relaxed(&pool_nr, 0);
 	fb_spin_unlock(&pool_lock);
 }
 
