@@ -303,11 +303,19 @@ static void test_balance_affined_creator_spreads_children(void **state)
 
 static void test_balance_affined_creator_stays_local_without_cap(void **state)
 {
-	long kept;
+	long kept = 0;
+	int local = 0;
 
 	(void)state;
-	/* The node-wide allowance of 4 keeps three children local. */
-	assert_true(numa_run("NUMA_IMB NO_NUMA_IMB_AFFINITY", &kept) >= 3);
+	/* The node-wide allowance of 4 keeps three children local.  A
+	 * child counts where it first runs, and a child placed locally may
+	 * be stolen first by an idle worker of the other node when its own
+	 * worker is slow to reach it (a loaded host, TSan): noise only
+	 * lowers the count, never raises it.  So the best of three runs is
+	 * judged; without the allowance every run spreads them. */
+	for (int run = 0; run < 3 && local < 3; run++)
+		local = numa_run("NUMA_IMB NO_NUMA_IMB_AFFINITY", &kept);
+	assert_true(local >= 3);
 	assert_true(kept >= 2);
 }
 
