@@ -15,11 +15,13 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "fiber.h"
 #include "harness.h"
+#include "sched/sched.h"
 #include "sched/stack.h"
 
 /* Counted while @counting: calls of the allocator behind descriptors, of
@@ -59,28 +61,34 @@ int __wrap_fb_stack_map(struct fb_stack *s, size_t size, int node)
 }
 
 /* A burst: more fibers than a worker's caches hold (64), fewer than the
- * pools behind them (1024). */
+ * pools keep for good (FB_POOL_KEEP, 1024); and one three times that. */
 #define BURST 1000
+#define BIG_BURST 3000
 
 static void *ret_arg(void *arg)
 {
 	return arg;
 }
 
-/* Create BURST fibers, then join them; the number that failed. */
-static long burst(void)
+/* Create @n fibers, then join them; the number that failed. */
+static long burst_of(long n)
 {
-	static fiber_t f[BURST];
+	static fiber_t f[BIG_BURST];
 	long bad = 0;
 	void *r;
 
-	for (long i = 0; i < BURST; i++)
+	for (long i = 0; i < n; i++)
 		if (fiber_create(&f[i], NULL, ret_arg, (void *)i))
 			bad++;
-	for (long i = 0; i < BURST; i++)
+	for (long i = 0; i < n; i++)
 		if (fiber_join(f[i], &r) || r != (void *)i)
 			bad++;
 	return bad;
+}
+
+static long burst(void)
+{
+	return burst_of(BURST);
 }
 
 static void *bursts(void *arg)
@@ -94,16 +102,36 @@ static void *bursts(void *arg)
 	return (void *)bad;
 }
 
-static void test_cache_warm_burst_allocates_nothing(void **state)
+/* Two big bursts, the second counted; @arg: the count of stacks and
+ * descriptors pooled after the first, stored there. */
+static void *big_bursts(void *arg)
+{
+	long bad = burst_of(BIG_BURST); /* warm */
+
+	*(unsigned long *)arg = fb_stack_pool_nr() + fb_fiber_pool_nr();
+	atomic_store(&counting, true);
+	bad += burst_of(BIG_BURST);
+	atomic_store(&counting, false);
+	return (void *)bad;
+}
+
+/* Run @fn(@arg) in a fiber of a fresh one-worker runtime, which it
+ * leaves running; @fn returns how many of its checks failed. */
+static void run_fiber(void *(*fn)(void *), void *arg)
 {
 	fiber_t f;
 	void *r;
 
-	(void)state;
 	runtime_start(1);
-	assert_int_equal(fiber_create(&f, NULL, bursts, NULL), 0);
+	assert_int_equal(fiber_create(&f, NULL, fn, arg), 0);
 	assert_int_equal(fiber_join(f, &r), 0);
 	assert_int_equal((long)r, 0);
+}
+
+static void test_cache_warm_burst_allocates_nothing(void **state)
+{
+	(void)state;
+	run_fiber(bursts, NULL);
 	runtime_stop();
 	if (atomic_load(&nr_allocs) || atomic_load(&nr_maps))
 		fail_msg("a warm burst of %d fibers: %ld allocations, %ld "
@@ -133,25 +161,120 @@ static void *one_at_a_time(void *arg)
 
 static void test_cache_joined_fiber_leaves_its_stack(void **state)
 {
-	fiber_t f;
-	void *r;
-
 	(void)state;
 	atomic_store(&nr_cache_gets, 0);
 	atomic_store(&nr_maps, 0);
-	runtime_start(1);
-	assert_int_equal(fiber_create(&f, NULL, one_at_a_time, NULL), 0);
-	assert_int_equal(fiber_join(f, &r), 0);
-	assert_int_equal((long)r, 0);
+	run_fiber(one_at_a_time, NULL);
 	runtime_stop();
 	assert_int_equal(atomic_load(&nr_maps), 0);
 	assert_int_equal(atomic_load(&nr_cache_gets), 0);
+}
+
+/* A burst three times what the pools keep for good: the pools grew with
+ * the first, so the second maps no stack and allocates no descriptor
+ * (with pools of a fixed 1024 it mapped and unmapped 2000 stacks). */
+static void test_cache_warm_big_burst_maps_nothing(void **state)
+{
+	unsigned long pooled = 0;
+
+	(void)state;
+	atomic_store(&nr_allocs, 0);
+	atomic_store(&nr_maps, 0);
+	run_fiber(big_bursts, &pooled);
+	runtime_stop();
+	if (atomic_load(&nr_allocs) || atomic_load(&nr_maps))
+		fail_msg("a warm burst of %d fibers: %ld allocations, %ld "
+			 "stacks mapped",
+			 BIG_BURST, atomic_load(&nr_allocs),
+			 atomic_load(&nr_maps));
+	/* What the caches (64 each) cannot hold waits in the pools. */
+	assert_true(pooled >= BIG_BURST - 2 * 64);
+}
+
+/* The trim's arithmetic (sched/stack.h), at exact times and counts. */
+static void test_pool_trim_count_halves_the_idle_surplus(void **state)
+{
+	struct fb_pool_trim t = { 0 };
+	const uint64_t p = FB_POOL_TRIM_NS;
+	unsigned int n, total;
+
+	(void)state;
+	/* The first look starts a period: nothing known to be idle yet. */
+	assert_int_equal(fb_pool_trim_count(&t, 3000, 5, FB_POOL_TRIM_BATCH),
+			 0);
+	assert_int_equal(t.low, 3000);
+	assert_int_equal(t.next, 5 + p);
+	/* Within the period: nothing, whatever the count. */
+	assert_int_equal(
+		fb_pool_trim_count(&t, 3000, 4 + p, FB_POOL_TRIM_BATCH), 0);
+	/* A take lowers the mark: 2500 sat idle through the period. */
+	fb_pool_trim_seen(&t, 2500);
+	fb_pool_trim_seen(&t, 2800); /* a spill does not raise it */
+	assert_int_equal(t.low, 2500);
+	/* The next period gives back half of 2500 - 1024, rounded up: 738,
+	 * FB_POOL_TRIM_BATCH (128) at a time. */
+	total = 0;
+	n = 2800;
+	for (int i = 0; i < 5; i++) {
+		unsigned int k =
+			fb_pool_trim_count(&t, n, 5 + p, FB_POOL_TRIM_BATCH);
+
+		assert_int_equal(k, FB_POOL_TRIM_BATCH);
+		n -= k;
+		total += k;
+	}
+	assert_int_equal(fb_pool_trim_count(&t, n, 5 + p, FB_POOL_TRIM_BATCH),
+			 738 - total);
+	n -= 738 - total;
+	assert_int_equal(n, 2800 - 738);
+	assert_int_equal(t.left, 0);
+	assert_int_equal(fb_pool_trim_count(&t, n, 5 + p, FB_POOL_TRIM_BATCH),
+			 0);
+	assert_int_equal(t.low, 2800);
+	/* Never below FB_POOL_KEEP: a pool taken down to 1100 in the
+	 * meantime gives back 76 of a due 100, then nothing. */
+	t = (struct fb_pool_trim){ .low = 1224, .next = 0 };
+	assert_int_equal(fb_pool_trim_count(&t, 1100, 1, FB_POOL_TRIM_BATCH),
+			 76);
+	assert_int_equal(fb_pool_trim_count(&t, 1024, 1, FB_POOL_TRIM_BATCH),
+			 0);
+	assert_int_equal(t.left, 0);
+	/* A pool at or below the mark has no surplus. */
+	t = (struct fb_pool_trim){ .low = 1024, .next = 0 };
+	assert_int_equal(fb_pool_trim_count(&t, 1024, 1, FB_POOL_TRIM_BATCH),
+			 0);
+	assert_int_equal(t.left, 0);
+}
+
+/* After a big burst, an idle runtime gives the surplus back: its workers
+ * sleep with the next trim as a deadline.  Outcomes only: the pools
+ * shrink, and never below what they keep for good. */
+static void test_cache_idle_runtime_trims_a_burst(void **state)
+{
+	unsigned long pooled = 0, now_pooled = 0;
+
+	(void)state;
+	run_fiber(big_bursts, &pooled);
+	/* A trim period is a second; wait up to 20 for the first trims. */
+	for (int i = 0; i < 400; i++) {
+		now_pooled = fb_stack_pool_nr() + fb_fiber_pool_nr();
+		if (now_pooled < pooled)
+			break;
+		usleep(50 * 1000);
+	}
+	assert_true(now_pooled < pooled);
+	assert_true(fb_stack_pool_nr() >= FB_POOL_KEEP ||
+		    fb_fiber_pool_nr() >= FB_POOL_KEEP);
+	runtime_stop();
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		TEST(test_cache_warm_burst_allocates_nothing),
+		TEST(test_cache_warm_big_burst_maps_nothing),
+		TEST(test_pool_trim_count_halves_the_idle_surplus),
+		TEST(test_cache_idle_runtime_trims_a_burst),
 		TEST(test_cache_joined_fiber_leaves_its_stack),
 	};
 

@@ -56,9 +56,10 @@
  * half from there, and only what the pool cannot take or give goes to
  * the allocator (a spill frees those descriptors and gives their slots
  * to the global list; a create with no descriptor anywhere takes a bare
- * slot and allocates).  So a batch of up to about a thousand fibers
- * created and then joined on one worker, or created on one worker and
- * reaped on another, calls no allocator.  A foreign thread takes from and
+ * slot and allocates).  The pool grows and is trimmed as the stack
+ * pool is (sched/stack.h).  So a batch of fibers created and then
+ * joined on one worker, or created on one worker and reaped on another,
+ * calls no allocator once the pool has grown to it.  A foreign thread takes from and
  * gives to the pool and the global list directly.  A released descriptor
  * may hold its last fiber's stack (sched/fiber.c): it keeps it in the
  * caches and the pool, and gives it back (fb_stack_release) only when
@@ -111,12 +112,13 @@
 #define FB_HANDLE_CACHE 64
 #define FB_HANDLE_BATCH (FB_HANDLE_CACHE / 2)
 /*
- * Descriptors, with their slots, in the pool behind the caches.  Picked:
- * as many as the stack pool holds (sched/stack.c), so that a burst of up
- * to about a thousand fibers (a batch created, then joined) reuses
- * descriptors instead of calling the allocator twice per fiber.
+ * Descriptors, with their slots, in the pool behind the caches: up to
+ * FB_POOL_MAX, trimmed as the stack pool is (sched/stack.h), so that a
+ * burst of fibers (a batch created, then joined) reuses descriptors, and
+ * the stacks they hold, instead of calling the allocator and the kernel
+ * for each fiber.
  */
-#define FB_HANDLE_POOL 1024
+#define FB_HANDLE_POOL FB_POOL_MAX
 /* End of a list of slots. */
 #define FB_HANDLE_NONE UINT32_MAX
 
@@ -137,8 +139,10 @@ static struct fb_spinlock global_lock;
 static uint32_t global_head = FB_HANDLE_NONE; /* global_lock */
 static uint32_t nr_made; /* slots taken from the table so far; global_lock */
 /* The pool of released descriptors with their slots, via wl_next. */
-static struct fb_fiber *pool;	 /* global_lock */
-static _Atomic uint32_t pool_nr; /* global_lock; read unlocked as a hint */
+static struct fb_fiber *pool;	      /* global_lock */
+static _Atomic uint32_t pool_nr;      /* global_lock; read unlocked as a hint */
+static struct fb_pool_trim pool_trim; /* global_lock */
+static _Atomic uint64_t pool_trim_next; /* pool_trim.next, read unlocked */
 
 /* The slot at @i, which exists.  Relaxed: the caller got @i through a
  * list whose lock, or whose owner, already ordered the chunk's
@@ -250,8 +254,11 @@ static struct fb_fiber *pool_take_locked(void)
 	struct fb_fiber *f = pool;
 
 	if (f) {
+		uint32_t nr = fb_load_relaxed(&pool_nr) - 1;
+
 		pool = fb_load_relaxed(&f->wl_next);
-		fb_store_relaxed(&pool_nr, fb_load_relaxed(&pool_nr) - 1);
+		fb_store_relaxed(&pool_nr, nr);
+		fb_pool_trim_seen(&pool_trim, nr);
 	}
 	return f;
 }
@@ -272,11 +279,34 @@ static fb_noinline bool refill_fibers(struct handle_cache *c)
 	return c->fibers != NULL;
 }
 
+/* Free the descriptors of the chain @f, give their slots to the global
+ * list and their stacks back: to a cache (@unmap false), or to the
+ * kernel. */
+static void free_chain(struct fb_fiber *f, bool unmap)
+{
+	uint32_t first = FB_HANDLE_NONE, last = FB_HANDLE_NONE, i;
+	struct fb_fiber *rest;
+
+	for (; f; f = rest) {
+		rest = fb_load_relaxed(&f->wl_next);
+		i = fb_handle_index(f->self);
+		if (unmap && f->stack.map)
+			fb_stack_unmap(&f->stack);
+		else
+			fb_stack_release(&f->stack);
+		fb_free(f);
+		slot_at(i)->next = first;
+		first = i;
+		if (last == FB_HANDLE_NONE)
+			last = i;
+	}
+	put_global(first, last);
+}
+
 /* Move half of @c's full list of descriptors to the pool; what does not
  * fit there is freed, and those slots go to the global list. */
 static fb_noinline void spill_fibers(struct handle_cache *c)
 {
-	uint32_t first = FB_HANDLE_NONE, last = FB_HANDLE_NONE, i;
 	struct fb_fiber *f = c->fibers, *rest;
 	int n;
 
@@ -290,19 +320,8 @@ static fb_noinline void spill_fibers(struct handle_cache *c)
 	fb_spin_lock(&global_lock);
 	f = pool_put_locked(f, FB_HANDLE_BATCH);
 	fb_spin_unlock(&global_lock);
-	if (!f)
-		return;
-	for (; f; f = rest) {
-		rest = fb_load_relaxed(&f->wl_next);
-		i = fb_handle_index(f->self);
-		fb_stack_release(&f->stack);
-		fb_free(f);
-		slot_at(i)->next = first;
-		first = i;
-		if (last == FB_HANDLE_NONE)
-			last = i;
-	}
-	put_global(first, last);
+	if (f)
+		free_chain(f, false);
 }
 
 static struct handle_cache *cache_self(void)
@@ -470,6 +489,58 @@ void fb_fiber_free(struct fb_fiber *f)
 	fb_store_relaxed(&f->wl_next, c->fibers);
 	c->fibers = f;
 	c->nr_fibers++;
+}
+
+unsigned int fb_fiber_pool_trim(uint64_t now, unsigned int max)
+{
+	struct fb_fiber *chain = NULL, *f;
+	unsigned int k, n;
+
+	if (now < fb_load_relaxed(&pool_trim_next))
+		return 0;
+	fb_spin_lock(&global_lock);
+	n = fb_load_relaxed(&pool_nr);
+	k = fb_pool_trim_count(&pool_trim, n, now, max);
+	for (unsigned int i = 0; i < k; i++) {
+		f = pool_take_locked();
+		fb_store_relaxed(&f->wl_next, chain);
+		chain = f;
+	}
+	fb_store_relaxed(&pool_trim_next,
+			 pool_trim.left ? now : pool_trim.next);
+	fb_spin_unlock(&global_lock);
+	if (chain)
+		free_chain(chain, true);
+	return k;
+}
+
+void fb_fiber_pool_shrink(void)
+{
+	struct fb_fiber *chain = NULL, *f;
+
+	fb_spin_lock(&global_lock);
+	while (fb_load_relaxed(&pool_nr) > FB_POOL_KEEP) {
+		f = pool_take_locked();
+		fb_store_relaxed(&f->wl_next, chain);
+		chain = f;
+	}
+	pool_trim = (struct fb_pool_trim){ 0 };
+	fb_store_relaxed(&pool_trim_next, 0);
+	fb_spin_unlock(&global_lock);
+	if (chain)
+		free_chain(chain, true);
+}
+
+unsigned int fb_fiber_pool_nr(void)
+{
+	return fb_load_relaxed(&pool_nr);
+}
+
+uint64_t fb_fiber_pool_trim_at(void)
+{
+	if (fb_load_relaxed(&pool_nr) <= FB_POOL_KEEP)
+		return 0;
+	return fb_load_relaxed(&pool_trim_next);
 }
 
 /*

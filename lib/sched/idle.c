@@ -246,6 +246,19 @@ static void poll_ended(struct fb_worker *w, uint64_t window, bool by_fiber)
 		((by_fiber ? FB_POLL_FIBER_ONE : 0) >> FB_POLL_AVG_SHIFT);
 }
 
+/* pools_trim - an idle worker about to sleep gives back the descriptors
+ * and stacks that the pools' trimming says are due (sched/stack.h), a
+ * batch at a time, until none is due or work comes. */
+static void pools_trim(struct fb_worker *w)
+{
+	uint64_t now = fb_now_ns();
+
+	while (fb_stack_pool_trim(now, FB_POOL_TRIM_BATCH) +
+		       fb_fiber_pool_trim(now, FB_POOL_TRIM_BATCH) &&
+	       !fb_worker_has_work(w))
+		;
+}
+
 /*
  * idle_wait - nothing to run: poll, then sleep, until work may be there.
  * Returns with the state RUNNING.
@@ -301,6 +314,9 @@ out_found:
 	FB_COUNT(w, idle_polls_found);
 	goto out;
 sleep:
+	/* What a burst of fibers left in the pools goes back while idle
+	 * (sched/stack.h); unless work came meanwhile. */
+	pools_trim(w);
 	/* futex, or epoll as the poller, until the next timer (sched/netpoll.c);
 	 * publishers of the view stop waiting for us meanwhile (topo/rcu.c) */
 	fb_sched_balance_sleep(w); /* sleeper balancing (sched/balance.c) */

@@ -52,6 +52,7 @@ static void runtime_free(struct fb_runtime *r)
 		fb_free(w);
 	}
 	fb_stack_pool_drain();
+	fb_fiber_pool_shrink();
 	fb_topo_view_publish(NULL); /* no reader is left: workers stopped */
 	fb_free(r->workers);
 	fb_free(r->pws);

@@ -585,6 +585,18 @@ void fb_rt_atfork_child(void);
  * never published.  Context: any thread; never switches. */
 struct fb_fiber *fb_fiber_alloc(void);
 void fb_fiber_free(struct fb_fiber *f);
+/* fb_fiber_pool_trim - give back at @now what fb_pool_trim_count() says
+ * of the descriptor pool, with their stacks, at most @max.  Return: how
+ * many.  Context: as fb_stack_pool_trim(). */
+unsigned int fb_fiber_pool_trim(uint64_t now, unsigned int max);
+/* fb_fiber_pool_trim_at - as fb_stack_pool_trim_at(), for descriptors. */
+uint64_t fb_fiber_pool_trim_at(void);
+/* fb_fiber_pool_shrink - free the pooled descriptors above FB_POOL_KEEP,
+ * with their stacks: the pool outlives runtimes, a burst's surplus does
+ * not.  Context: runtime shutdown, or any thread. */
+void fb_fiber_pool_shrink(void);
+/* fb_fiber_pool_nr - descriptors in the pool now (a hint, for tests). */
+unsigned int fb_fiber_pool_nr(void);
 
 /*
  * ---- fiber handles (sched/handle.c, whose opening comment argues them) ----

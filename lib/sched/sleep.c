@@ -77,6 +77,16 @@ static void futex_sleep(struct fb_worker *w, uint64_t next)
 	} while (fb_load_acquire(&w->pw.state) == FB_WS_SLEEPING);
 }
 
+/* pools_trim_at - the earlier of the pools' next trims, 0 for none. */
+static uint64_t pools_trim_at(void)
+{
+	uint64_t a = fb_stack_pool_trim_at(), b = fb_fiber_pool_trim_at();
+
+	if (!a || (b && b < a))
+		return b;
+	return a;
+}
+
 /*
  * fb_sched_idle_sleep - the sleep half of the idle loop (idle.c): the
  * worker is POLLING and its poll window is over.  Become the poller and
@@ -89,6 +99,13 @@ void fb_sched_idle_sleep(struct fb_worker *w)
 	unsigned int s = FB_WS_POLLING;
 	uint64_t next = fb_timer_next(w);
 	bool as_poller = fb_netpoll_take();
+	uint64_t trim = pools_trim_at();
+
+	/* The pools' next trim (sched/stack.h) is a deadline too, while they
+	 * hold more than they keep for good; the wake lands in idle.c,
+	 * which trims before it sleeps again. */
+	if (trim && (!next || trim < next))
+		next = trim;
 
 	if (next && next <= fb_now_ns())
 		goto out;

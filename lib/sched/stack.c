@@ -329,46 +329,126 @@ bool fb_stack_guard_contains(const struct fb_stack *s, const void *addr)
  * one worker and die on another, so full caches spill here and empty ones
  * refill from here.  A spinlock is enough: it is taken once per
  * FB_STACK_CACHE / 2 stacks in the steady state.
+ *
+ * It grows, doubling, up to FB_POOL_MAX stacks, and is trimmed as
+ * stack.h says.  A fixed pool of 1024 made every fiber of a larger burst
+ * map its stack and unmap it at exit (mmap, mprotect, page faults,
+ * munmap and the TLB shootdown that follows): 12 us per fiber in batches
+ * of 3000, 40 times a goroutine.  A refill looks at the top FB_POOL_KEEP
+ * stacks only, so that a pool of many sizes is not searched whole under
+ * the lock; a stack of a rare size deeper down waits for the trim.
  */
-#define FB_STACK_POOL 1024
 static struct fb_spinlock pool_lock;
-static struct fb_stack pool[FB_STACK_POOL];
-static _Atomic unsigned int pool_nr; /* pool_lock; read unlocked as a hint */
+static struct fb_stack *pool;		/* pool_cap entries; pool_lock */
+static unsigned int pool_cap;		/* pool_lock */
+static _Atomic unsigned int pool_nr;	/* pool_lock; read unlocked as a hint */
+static struct fb_pool_trim pool_trim;	/* pool_lock */
+static _Atomic uint64_t pool_trim_next; /* pool_trim.next, for unlocked reads */
 
 /* Under pool_lock, pool_nr is counted in a local and stored once:
  * "pool_nr++" on the atomic would be a locked add per stack moved. */
 static void pool_refill(struct fb_stack_cache *c, size_t slot)
 {
-	unsigned int n;
+	unsigned int n, stop;
 
 	fb_spin_lock(&pool_lock);
 	n = fb_load_relaxed(&pool_nr);
-	for (unsigned int i = n; i-- > 0 && c->nr < FB_STACK_CACHE / 2;) {
+	stop = n > FB_POOL_KEEP ? n - FB_POOL_KEEP : 0;
+	for (unsigned int i = n; i-- > stop && c->nr < FB_STACK_CACHE / 2;) {
 		if (pool[i].slot != slot)
 			continue;
 		c->s[c->nr++] = pool[i];
 		pool[i] = pool[--n];
 	}
 	fb_store_relaxed(&pool_nr, n);
+	fb_pool_trim_seen(&pool_trim, n);
 	fb_spin_unlock(&pool_lock);
+}
+
+/* pool_grow - make room for @want stacks in the pool, at most FB_POOL_MAX.
+ * Called with pool_lock held, which it drops around the allocation.
+ * Return: the array to free once the lock is dropped (the old one), or
+ * NULL. */
+static struct fb_stack *pool_grow(unsigned int want)
+{
+	unsigned int cap = pool_cap ? pool_cap : FB_POOL_KEEP;
+	struct fb_stack *p, *old;
+
+	while (cap < want && cap < FB_POOL_MAX)
+		cap *= 2;
+	if (cap <= pool_cap)
+		return NULL;
+	fb_spin_unlock(&pool_lock);
+	p = fb_malloc((size_t)cap * sizeof(*p));
+	fb_spin_lock(&pool_lock);
+	if (!p || cap <= pool_cap) /* no memory, or another grew it */
+		return p;
+	old = pool;
+	if (old)
+		memcpy(p, old, fb_load_relaxed(&pool_nr) * sizeof(*p));
+	pool = p;
+	pool_cap = cap;
+	return old;
 }
 
 static void pool_spill(struct fb_stack_cache *c)
 {
+	struct fb_stack *old = NULL;
 	unsigned int n;
 
 	fb_spin_lock(&pool_lock);
 	n = fb_load_relaxed(&pool_nr);
-	while (c->nr > FB_STACK_CACHE / 2 && n < FB_STACK_POOL)
+	if (n + FB_STACK_CACHE / 2 > pool_cap) {
+		old = pool_grow(n + FB_STACK_CACHE / 2);
+		n = fb_load_relaxed(&pool_nr);
+	}
+	while (c->nr > FB_STACK_CACHE / 2 && n < pool_cap)
 		pool[n++] = c->s[--c->nr];
 	fb_store_relaxed(&pool_nr, n);
 	fb_spin_unlock(&pool_lock);
+	fb_free(old);
 	while (c->nr > FB_STACK_CACHE / 2)
 		fb_stack_unmap(&c->s[--c->nr]);
 }
 
+unsigned int fb_stack_pool_trim(uint64_t now, unsigned int max)
+{
+	struct fb_stack out[FB_POOL_TRIM_BATCH];
+	unsigned int n, k;
+
+	if (now < fb_load_relaxed(&pool_trim_next))
+		return 0;
+	fb_spin_lock(&pool_lock);
+	n = fb_load_relaxed(&pool_nr);
+	k = fb_pool_trim_count(&pool_trim, n, now, max);
+	for (unsigned int i = 0; i < k; i++)
+		out[i] = pool[--n];
+	fb_store_relaxed(&pool_nr, n);
+	fb_pool_trim_seen(&pool_trim, n);
+	/* More to give back in this period: due again at once. */
+	fb_store_relaxed(&pool_trim_next,
+			 pool_trim.left ? now : pool_trim.next);
+	fb_spin_unlock(&pool_lock);
+	for (unsigned int i = 0; i < k; i++)
+		fb_stack_unmap(&out[i]);
+	return k;
+}
+
+unsigned int fb_stack_pool_nr(void)
+{
+	return fb_load_relaxed(&pool_nr);
+}
+
+uint64_t fb_stack_pool_trim_at(void)
+{
+	if (fb_load_relaxed(&pool_nr) <= FB_POOL_KEEP)
+		return 0;
+	return fb_load_relaxed(&pool_trim_next);
+}
+
 void fb_stack_pool_drain(void)
 {
+	struct fb_stack *p;
 	unsigned int n;
 
 	fb_spin_lock(&pool_lock);
@@ -376,7 +456,13 @@ void fb_stack_pool_drain(void)
 	while (n)
 		fb_stack_unmap(&pool[--n]);
 	fb_store_relaxed(&pool_nr, 0);
+	p = pool;
+	pool = NULL;
+	pool_cap = 0;
+	pool_trim = (struct fb_pool_trim){ 0 };
+	fb_store_relaxed(&pool_trim_next, 0);
 	fb_spin_unlock(&pool_lock);
+	fb_free(p);
 }
 
 static bool cache_take(struct fb_stack_cache *c, size_t slot,

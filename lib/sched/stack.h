@@ -94,6 +94,78 @@ void fb_stack_cache_put(struct fb_stack_cache *c, struct fb_stack *s);
 void fb_stack_cache_drain(struct fb_stack_cache *c);
 /* Unmap the shared pool (runtime shutdown). */
 void fb_stack_pool_drain(void);
+
+/*
+ * The pools behind the per-worker caches (stacks here, descriptors in
+ * sched/handle.c) grow with the bursts they serve and give back, while
+ * the process idles, what a burst left in them: the first
+ * FB_POOL_KEEP objects stay for good; of those above, half the ones that
+ * sat in the pool through a whole period of FB_POOL_TRIM_NS go back in
+ * the next period: FB_POOL_TRIM_BATCH at a time by an idle worker
+ * before it sleeps, FB_POOL_TRIM_TICK at a time by a busy one at its
+ * tick.  A server whose bursts recur within the period keeps what they
+ * use.
+ */
+#define FB_POOL_KEEP 1024
+#define FB_POOL_MAX (1u << 18)
+#define FB_POOL_TRIM_NS (1000ull * 1000 * 1000)
+#define FB_POOL_TRIM_BATCH 128u
+/* What a busy worker gives back per pool at its tick (FB_TICK_NS): the
+ * munmaps and their TLB shootdowns come out of its fibers' time. */
+#define FB_POOL_TRIM_TICK 4u
+
+/* What a pool's trimming remembers; under the pool's lock. */
+struct fb_pool_trim {
+	unsigned int low;  /* the fewest objects pooled since @next - period */
+	unsigned int left; /* still to give back in this period */
+	uint64_t next;	   /* when the next period begins (ns) */
+};
+
+/* fb_pool_trim_seen - the pool now holds @nr objects (after a take). */
+static inline void fb_pool_trim_seen(struct fb_pool_trim *t, unsigned int nr)
+{
+	if (nr < t->low)
+		t->low = nr;
+}
+
+/*
+ * fb_pool_trim_count - how many of the @nr objects in the pool to give
+ * back at @now (ns), at most @max (<= FB_POOL_TRIM_BATCH); the caller takes them
+ * out and then reports the count left with fb_pool_trim_seen().  Pure
+ * but for @t.  Context: the pool's lock.
+ */
+static inline unsigned int fb_pool_trim_count(struct fb_pool_trim *t,
+					      unsigned int nr, uint64_t now,
+					      unsigned int max)
+{
+	unsigned int n;
+
+	if (now >= t->next) {
+		t->left = t->low > FB_POOL_KEEP ?
+				  (t->low - FB_POOL_KEEP + 1) / 2 :
+				  0;
+		t->low = nr;
+		t->next = now + FB_POOL_TRIM_NS;
+	}
+	if (nr <= FB_POOL_KEEP) /* taken meanwhile: nothing above to give */
+		t->left = 0;
+	n = t->left < max ? t->left : max;
+	if (n > nr - FB_POOL_KEEP)
+		n = nr - FB_POOL_KEEP;
+	t->left -= n;
+	return n;
+}
+
+/* fb_stack_pool_trim - give back at @now what fb_pool_trim_count() says
+ * of the shared stack pool, at most @max (<= FB_POOL_TRIM_BATCH).
+ * Return: how many stacks were unmapped.  Context: a worker (idle, or
+ * at its tick), or any thread; takes the pool's lock. */
+unsigned int fb_stack_pool_trim(uint64_t now, unsigned int max);
+/* fb_stack_pool_trim_at - when the stack pool next wants a trim (ns),
+ * 0 when it holds no more than it keeps for good.  A hint: no lock. */
+uint64_t fb_stack_pool_trim_at(void);
+/* fb_stack_pool_nr - stacks in the shared pool now (a hint, for tests). */
+unsigned int fb_stack_pool_nr(void);
 /* The pool's lock across fork() (FB_ATFORK_*, base/common.h). */
 void fb_stack_atfork(int phase);
 
