@@ -492,9 +492,32 @@ static int down(void **state)
 	return stop_if_running(state);
 }
 
+/* The per-level counts of newly-idle skips: one per set bit, the high
+ * levels folded into the last count, nothing for an empty mask. */
+static void test_level_counts_add_counts_set_bits(void **state)
+{
+	uint32_t nr[FB_BAL_LEVELS] = { 0 };
+
+	(void)state;
+	fb_level_counts_add(nr, 0);
+	for (int l = 0; l < FB_BAL_LEVELS; l++)
+		assert_int_equal(nr[l], 0);
+	fb_level_counts_add(nr, 1u << 0 | 1u << 2);
+	fb_level_counts_add(nr, 1u << 2);
+	fb_level_counts_add(nr,
+			    1u << (FB_BAL_LEVELS - 1) | 1u << 12 | 1u << 31);
+	assert_int_equal(nr[0], 1);
+	assert_int_equal(nr[1], 0);
+	assert_int_equal(nr[2], 2);
+	for (int l = 3; l < FB_BAL_LEVELS - 1; l++)
+		assert_int_equal(nr[l], 0);
+	assert_int_equal(nr[FB_BAL_LEVELS - 1], 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_level_counts_add_counts_set_bits),
 		cmocka_unit_test_teardown(
 			test_idle_entry_refreshes_sis_util_depth, down),
 		cmocka_unit_test_teardown(test_idle_no_search_without_backlog,

@@ -560,10 +560,14 @@ bool fb_sched_balance_idle(struct fb_worker *w)
 		w->bal.busy = false;
 	}
 	ctx_enter(&c, w, now);
-	flags = atomic_fetch_and_explicit(&w->pw.kick_flags,
-					  ~(unsigned)FB_KICK_MASK,
-					  memory_order_acq_rel) &
-		FB_KICK_MASK;
+	/* A load first: every idle entry passes here, kicks are rare, and
+	 * the fetch-and is a locked instruction. */
+	flags = fb_load_relaxed(&w->pw.kick_flags) & FB_KICK_MASK;
+	if (flags)
+		flags = atomic_fetch_and_explicit(&w->pw.kick_flags,
+						  ~(unsigned)FB_KICK_MASK,
+						  memory_order_acq_rel) &
+			FB_KICK_MASK;
 	if (flags)
 		kicked(&c, flags);
 	if (!fb_worker_has_work(w)) {
@@ -574,13 +578,7 @@ bool fb_sched_balance_idle(struct fb_worker *w)
 			FB_COUNT(w, newidle_balances);
 		for (unsigned i = 0; i < res.nr_skipped; i++)
 			FB_COUNT(w, newidle_ni_skips);
-		for (unsigned l = 0; l < 32; l++) {
-			unsigned at = FB_MIN(l, FB_BAL_LEVELS - 1);
-
-			if (res.skipped_levels & (1u << l))
-				fb_write_once(&w->bal.nr_ni_skips[at],
-					      w->bal.nr_ni_skips[at] + 1);
-		}
+		fb_level_counts_add(w->bal.nr_ni_skips, res.skipped_levels);
 		if (res.idle_entry == FB_IDLE_ENTRY_KICK)
 			t = fb_place_kick(&c.v, w->id, FB_KICK_STATS, now,
 					  FB_TICK_NS);

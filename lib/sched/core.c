@@ -281,9 +281,14 @@ static void push(struct fb_fiber *f, struct fb_worker *t,
 		fb_sched_wake_worker(t, this);
 }
 
-int fb_sched_wakelist_move(struct fb_worker *w, bool remote)
+/* wakelist_move - fb_sched_wakelist_move(), and with @pop the first
+ * fiber of the run queue taken off it in the same hold of the lock
+ * (NULL: none, or not asked).  Return: how many fibers it moved. */
+static fb_always_inline int wakelist_move(struct fb_worker *w, bool remote,
+					  struct fb_fiber **pop)
 {
 	struct fb_fiber *f = fb_xchg_seqcst(&w->pw.wakelist, NULL), *rev = NULL;
+	struct fb_list *head;
 	int n = 0;
 
 	if (!f)
@@ -305,8 +310,26 @@ int fb_sched_wakelist_move(struct fb_worker *w, bool remote)
 	else
 		fb_nr_running_add_local(w, n);
 	fb_store_release(&w->pw.ttwu_pending, 0);
+	if (pop) {
+		head = fb_list_pop(&w->rq);
+		*pop = fb_list_entry(head, struct fb_fiber, rq_node);
+	}
 	fb_spin_unlock(&w->rq_lock);
 	return n;
+}
+
+int fb_sched_wakelist_move(struct fb_worker *w, bool remote)
+{
+	return wakelist_move(w, remote, NULL);
+}
+
+struct fb_fiber *fb_sched_drain_pick(struct fb_worker *w)
+{
+	struct fb_fiber *f = NULL;
+
+	if (wakelist_move(w, false, &f))
+		FB_COUNT(w, wakelist_drains);
+	return f;
 }
 
 /*

@@ -106,10 +106,11 @@ static struct fb_fiber *steal(struct fb_worker *w)
 
 static struct fb_fiber *pick_idle(struct fb_worker *w)
 {
+	struct fb_fiber *f;
 	struct fb_list *n;
 
-	if (fb_load_relaxed(&w->pw.wakelist))
-		fb_sched_drain_wakelist(w);
+	if (fb_load_relaxed(&w->pw.wakelist) && (f = fb_sched_drain_pick(w)))
+		return f;
 	if (!fb_load_relaxed(&w->pw.nr_running))
 		return NULL;
 	fb_spin_lock(&w->rq_lock);
@@ -268,8 +269,10 @@ static void idle_wait(struct fb_worker *w)
 	uint64_t deadline, next, window;
 	unsigned int spins = 0;
 
-	/* The PELT clock (base/clock.h); relaxed: placement reads it as a hint. */
-	fb_store_relaxed(&w->pw.idle_stamp, fb_sched_clock());
+	/* The PELT clock (base/clock.h) that fb_sched_balance_idle() read
+	 * on the way here, in this pass of the loop; relaxed: placement
+	 * reads it as a hint. */
+	fb_store_relaxed(&w->pw.idle_stamp, w->bal.clock_ns);
 	fb_store_seqcst(&w->pw.state, FB_WS_POLLING);
 	/* On a shared CPU the spin takes time from the other thread there,
 	 * which may be the one that makes our work, and on a crowded one
@@ -352,7 +355,9 @@ static void idle_entry(struct fb_worker *w)
 	t = v.topo;
 	if (t) {
 		fb_place_update_idle_core(&v, w->id);
-		now = fb_now_coarse_ns();
+		/* The clock fb_sched_balance_idle() read in this pass; the
+		 * cadence is a millisecond's. */
+		now = w->bal.clock_ns;
 		if (t->sd_llc[w->id] && now >= w->next_sis_refresh_ns) {
 			w->next_sis_refresh_ns =
 				now + (uint64_t)t->llc_size[w->id] * 1000000u;

@@ -365,6 +365,23 @@ struct fb_wbalance {
 	uint32_t nr_ni_skips[FB_BAL_LEVELS];
 };
 
+/* fb_level_counts_add - count one in @nr for each level whose bit is set
+ * in @mask (bit d->level, up to 31); levels from FB_BAL_LEVELS - 1 up
+ * share the last count.  The set bits only: a newly-idle entry that was
+ * gated, as every one of a ping-pong's is, has none, and a loop over all
+ * 32 levels was most of fb_sched_balance_idle()'s instructions.
+ * Context: the owner of @nr; readers load it relaxed (api/stats.c). */
+static inline void fb_level_counts_add(uint32_t nr[FB_BAL_LEVELS],
+				       uint32_t mask)
+{
+	for (; mask; mask &= mask - 1) {
+		unsigned l = (unsigned)__builtin_ctz(mask);
+		unsigned at = l < FB_BAL_LEVELS - 1 ? l : FB_BAL_LEVELS - 1;
+
+		fb_write_once(&nr[at], nr[at] + 1);
+	}
+}
+
 /*
  * A worker.  The fields others write (state, wakelist, run queue) sit on
  * their own cache lines in @pw and below; the rest is owner-only.
@@ -793,6 +810,12 @@ void fb_sched_drain_wakelist(struct fb_worker *w);
  * Return: how many fibers it moved (0: the wakelist was empty).
  */
 int fb_sched_wakelist_move(struct fb_worker *w, bool remote);
+/* fb_sched_drain_pick - fb_sched_drain_wakelist(), then the first fiber
+ * of @w's run queue taken off it, in one hold of the lock; NULL if the
+ * wakelist was empty (the queue is then left alone).  The idle loop's
+ * way back to work, on the path of every cross-worker wake.
+ * Context: owner worker, rq_lock not held. */
+struct fb_fiber *fb_sched_drain_pick(struct fb_worker *w);
 /* First thing after every switch, on the new stack. */
 void fb_sched_finish_switch(struct fb_worker *w);
 /* Switch from @prev (NULL: the idle loop) to RUNNABLE @next at @now (the
