@@ -121,11 +121,19 @@ static long max_map_count(void)
  * space or memory running out is not reported: the caller's EAGAIN says
  * enough.
  */
+/* Set while fb_stack_map() makes its first try: a refusal then is
+ * answered by giving the pools' stacks back and trying again, and only a
+ * refusal of the second try is explained. */
+static __thread bool map_first_try;
+
 static void map_count_warn(bool guarded)
 {
 	static atomic_bool warned;
-	long max = max_map_count(), n;
+	long max, n;
 
+	if (map_first_try)
+		return;
+	max = max_map_count();
 	if (max < 0 || fb_load_relaxed(&warned))
 		return;
 	n = count_maps();
@@ -276,16 +284,34 @@ static int map_slab(struct fb_stack *s, size_t slot)
 	return 0;
 }
 
+static int map_one(struct fb_stack *s, size_t size, int node)
+{
+	if (fb_load_relaxed(&stack_unguarded))
+		return map_slab(s, size);
+	return map_guarded(s, size, node);
+}
+
 int fb_stack_map(struct fb_stack *s, size_t size, int node)
 {
 	size_t ps = page_size();
+	int err;
 
 	size = (size + ps - 1) & ~(ps - 1);
 	if (fb_fault_should_fail())
 		return EAGAIN;
-	if (fb_load_relaxed(&stack_unguarded))
-		return map_slab(s, size);
-	return map_guarded(s, size, node);
+	map_first_try = true;
+	err = map_one(s, size, node);
+	map_first_try = false;
+	if (err != EAGAIN)
+		return err;
+	/* Refused (vm.max_map_count, address space): the pools may hold
+	 * thousands of stacks after a burst, two mappings each, waiting for
+	 * a reuse that a create of another size never makes.  They go
+	 * back, with the stacks of the descriptors pooled above
+	 * FB_POOL_KEEP, and the map is tried once more. */
+	fb_stack_pool_drain();
+	fb_fiber_pool_shrink();
+	return map_one(s, size, node);
 }
 
 void fb_stack_unmap(struct fb_stack *s)
