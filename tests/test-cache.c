@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -126,6 +127,15 @@ static void run_fiber(void *(*fn)(void *), void *arg)
 	assert_int_equal(fiber_create(&f, NULL, fn, arg), 0);
 	assert_int_equal(fiber_join(f, &r), 0);
 	assert_int_equal((long)r, 0);
+}
+
+/* Run @fn(@arg) in a fiber of the running runtime and join it. */
+static void run_in(void *(*fn)(void *), void *arg)
+{
+	fiber_t f;
+
+	assert_int_equal(fiber_create(&f, NULL, fn, arg), 0);
+	assert_int_equal(fiber_join(f, NULL), 0);
 }
 
 static void test_cache_warm_burst_allocates_nothing(void **state)
@@ -268,6 +278,39 @@ static void test_cache_idle_runtime_trims_a_burst(void **state)
 	runtime_stop();
 }
 
+/* Keeps the worker busy (it never sleeps) until the pools hold fewer
+ * than *@arg, or 20 s pass; then stores what they hold in *@arg. */
+static void *busy_until_trimmed(void *arg)
+{
+	unsigned long *pooled = arg, now = *pooled;
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		fiber_yield();
+		now = fb_stack_pool_nr() + fb_fiber_pool_nr();
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (now >= *pooled && t.tv_sec - t0.tv_sec < 20);
+	*pooled = now;
+	return NULL;
+}
+
+/* A runtime whose workers never idle gives a burst's surplus back too:
+ * the monitor thread trims while workers are busy. */
+static void test_cache_busy_runtime_trims_a_burst(void **state)
+{
+	unsigned long pooled = 0, after;
+
+	(void)state;
+	run_fiber(big_bursts, &pooled);
+	after = pooled;
+	run_in(busy_until_trimmed, &after);
+	assert_true(after < pooled);
+	assert_true(fb_stack_pool_nr() >= FB_POOL_KEEP ||
+		    fb_fiber_pool_nr() >= FB_POOL_KEEP);
+	runtime_stop();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -275,6 +318,7 @@ int main(void)
 		TEST(test_cache_warm_big_burst_maps_nothing),
 		TEST(test_pool_trim_count_halves_the_idle_surplus),
 		TEST(test_cache_idle_runtime_trims_a_burst),
+		TEST(test_cache_busy_runtime_trims_a_burst),
 		TEST(test_cache_joined_fiber_leaves_its_stack),
 	};
 

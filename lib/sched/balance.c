@@ -515,10 +515,6 @@ void fb_sched_balance_tick(struct fb_worker *w)
 	if (now < w->bal.next_tick_ns)
 		return;
 	w->bal.next_tick_ns = now + FB_TICK_NS;
-	/* A burst's surplus in the pools, a little per tick while busy
-	 * (sched/stack.h); a load each while nothing is due. */
-	fb_stack_pool_trim(now, FB_POOL_TRIM_TICK);
-	fb_fiber_pool_trim(now, FB_POOL_TRIM_TICK);
 	ctx_enter(&c, w, now);
 	t = fb_place_tick(&c.v, w->id, now, c.tick, FB_TICK_NS, &c.ops);
 	ctx_exit();

@@ -683,6 +683,17 @@ static uint64_t look(struct fb_monitor *m)
 		fb_sched_dump(2, "libfiber: fiber dump (LIBFIBER_DUMP_SIGNAL)");
 	if (r->params.stall_ns && busy)
 		wait = stalls(m);
+	/* While workers are busy, what a burst left in the pools goes back
+	 * from here (sched/stack.h), so that a server that never idles
+	 * returns a spike too; idle workers do it before they sleep.  A
+	 * load each while nothing is due.  Not from the workers' tick:
+	 * measured there, the two calls made create-join in batches of
+	 * 1000 3-4% slower, with the same instruction counts. */
+	if (busy) {
+		now = fb_now_ns();
+		fb_stack_pool_trim(now, FB_POOL_TRIM_BATCH);
+		fb_fiber_pool_trim(now, FB_POOL_TRIM_BATCH);
+	}
 	if (r->params.deadlock != FB_DEADLOCK_OFF)
 		wait = FB_MIN(wait, deadlock(m, busy));
 	if (r->params.interval_ns) {

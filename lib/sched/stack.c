@@ -365,8 +365,11 @@ bool fb_stack_guard_contains(const struct fb_stack *s, const void *addr)
  * the lock; a stack of a rare size deeper down waits for the trim.
  */
 static struct fb_spinlock pool_lock;
-static struct fb_stack *pool;		/* pool_cap entries; pool_lock */
-static unsigned int pool_cap;		/* pool_lock */
+/* The first FB_POOL_KEEP entries are static, where the fixed pool was,
+ * so that a process whose bursts stay within them allocates no array. */
+static struct fb_stack pool_static[FB_POOL_KEEP];
+static struct fb_stack *pool = pool_static;  /* pool_cap entries; pool_lock */
+static unsigned int pool_cap = FB_POOL_KEEP; /* pool_lock */
 static _Atomic unsigned int pool_nr;	/* pool_lock; read unlocked as a hint */
 static struct fb_pool_trim pool_trim;	/* pool_lock */
 static _Atomic uint64_t pool_trim_next; /* pool_trim.next, for unlocked reads */
@@ -397,7 +400,7 @@ static void pool_refill(struct fb_stack_cache *c, size_t slot)
  * NULL. */
 static struct fb_stack *pool_grow(unsigned int want)
 {
-	unsigned int cap = pool_cap ? pool_cap : FB_POOL_KEEP;
+	unsigned int cap = pool_cap;
 	struct fb_stack *p, *old;
 
 	while (cap < want && cap < FB_POOL_MAX)
@@ -410,11 +413,10 @@ static struct fb_stack *pool_grow(unsigned int want)
 	if (!p || cap <= pool_cap) /* no memory, or another grew it */
 		return p;
 	old = pool;
-	if (old)
-		memcpy(p, old, fb_load_relaxed(&pool_nr) * sizeof(*p));
+	memcpy(p, old, fb_load_relaxed(&pool_nr) * sizeof(*p));
 	pool = p;
 	pool_cap = cap;
-	return old;
+	return old == pool_static ? NULL : old;
 }
 
 static void pool_spill(struct fb_stack_cache *c)
@@ -482,9 +484,9 @@ void fb_stack_pool_drain(void)
 	while (n)
 		fb_stack_unmap(&pool[--n]);
 	fb_store_relaxed(&pool_nr, 0);
-	p = pool;
-	pool = NULL;
-	pool_cap = 0;
+	p = pool == pool_static ? NULL : pool;
+	pool = pool_static;
+	pool_cap = FB_POOL_KEEP;
 	pool_trim = (struct fb_pool_trim){ 0 };
 	fb_store_relaxed(&pool_trim_next, 0);
 	fb_spin_unlock(&pool_lock);

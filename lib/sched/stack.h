@@ -101,18 +101,15 @@ void fb_stack_pool_drain(void);
  * the process idles, what a burst left in them: the first
  * FB_POOL_KEEP objects stay for good; of those above, half the ones that
  * sat in the pool through a whole period of FB_POOL_TRIM_NS go back in
- * the next period: FB_POOL_TRIM_BATCH at a time by an idle worker
- * before it sleeps, FB_POOL_TRIM_TICK at a time by a busy one at its
- * tick.  A server whose bursts recur within the period keeps what they
- * use.
+ * the next period, FB_POOL_TRIM_BATCH at a time: by an idle worker
+ * before it sleeps, and while workers are busy by the monitor thread
+ * (sched/monitor.c), off the workers.  A server whose bursts recur
+ * within the period keeps what they use.
  */
 #define FB_POOL_KEEP 1024
 #define FB_POOL_MAX (1u << 18)
 #define FB_POOL_TRIM_NS (1000ull * 1000 * 1000)
 #define FB_POOL_TRIM_BATCH 128u
-/* What a busy worker gives back per pool at its tick (FB_TICK_NS): the
- * munmaps and their TLB shootdowns come out of its fibers' time. */
-#define FB_POOL_TRIM_TICK 4u
 
 /* What a pool's trimming remembers; under the pool's lock. */
 struct fb_pool_trim {
@@ -158,8 +155,8 @@ static inline unsigned int fb_pool_trim_count(struct fb_pool_trim *t,
 
 /* fb_stack_pool_trim - give back at @now what fb_pool_trim_count() says
  * of the shared stack pool, at most @max (<= FB_POOL_TRIM_BATCH).
- * Return: how many stacks were unmapped.  Context: a worker (idle, or
- * at its tick), or any thread; takes the pool's lock. */
+ * Return: how many stacks were unmapped.  Context: an idle worker, the
+ * monitor, or any thread; takes the pool's lock. */
 unsigned int fb_stack_pool_trim(uint64_t now, unsigned int max);
 /* fb_stack_pool_trim_at - when the stack pool next wants a trim (ns),
  * 0 when it holds no more than it keeps for good.  A hint: no lock. */
