@@ -65,6 +65,9 @@ int __wrap_fb_stack_map(struct fb_stack *s, size_t size, int node)
  * pools keep for good (FB_POOL_KEEP, 1024); and one three times that. */
 #define BURST 1000
 #define BIG_BURST 3000
+/* The trim period the trim tests set (fb_pool_trim_ns), for short
+ * waits. */
+#define TRIM_FAST_NS (20ull * 1000 * 1000)
 
 static void *ret_arg(void *arg)
 {
@@ -190,8 +193,12 @@ static void test_cache_warm_big_burst_maps_nothing(void **state)
 	(void)state;
 	atomic_store(&nr_allocs, 0);
 	atomic_store(&nr_maps, 0);
+	/* No trim meanwhile: under a sanitizer the bursts take seconds, and
+	 * a trim between them would rightly give back what sat unused. */
+	fb_pool_trim_ns = UINT64_MAX / 4;
 	run_fiber(big_bursts, &pooled);
 	runtime_stop();
+	fb_pool_trim_ns = FB_POOL_TRIM_NS;
 	if (atomic_load(&nr_allocs) || atomic_load(&nr_maps))
 		fail_msg("a warm burst of %d fibers: %ld allocations, %ld "
 			 "stacks mapped",
@@ -205,7 +212,7 @@ static void test_cache_warm_big_burst_maps_nothing(void **state)
 static void test_pool_trim_count_halves_the_idle_surplus(void **state)
 {
 	struct fb_pool_trim t = { 0 };
-	const uint64_t p = FB_POOL_TRIM_NS;
+	const uint64_t p = fb_pool_trim_ns;
 	unsigned int n, total;
 
 	(void)state;
@@ -264,8 +271,9 @@ static void test_cache_idle_runtime_trims_a_burst(void **state)
 	unsigned long pooled = 0, now_pooled = 0;
 
 	(void)state;
+	fb_pool_trim_ns = TRIM_FAST_NS;
 	run_fiber(big_bursts, &pooled);
-	/* A trim period is a second; wait up to 20 for the first trims. */
+	/* Wait up to 20 s for the first trims (periods of 20 ms). */
 	for (int i = 0; i < 400; i++) {
 		now_pooled = fb_stack_pool_nr() + fb_fiber_pool_nr();
 		if (now_pooled < pooled)
@@ -276,6 +284,7 @@ static void test_cache_idle_runtime_trims_a_burst(void **state)
 	assert_true(fb_stack_pool_nr() >= FB_POOL_KEEP ||
 		    fb_fiber_pool_nr() >= FB_POOL_KEEP);
 	runtime_stop();
+	fb_pool_trim_ns = FB_POOL_TRIM_NS;
 }
 
 /* Keeps the worker busy (it never sleeps) until the pools hold fewer
@@ -302,6 +311,7 @@ static void test_cache_busy_runtime_trims_a_burst(void **state)
 	unsigned long pooled = 0, after;
 
 	(void)state;
+	fb_pool_trim_ns = TRIM_FAST_NS; /* so that the spin is short */
 	run_fiber(big_bursts, &pooled);
 	after = pooled;
 	run_in(busy_until_trimmed, &after);
@@ -309,6 +319,7 @@ static void test_cache_busy_runtime_trims_a_burst(void **state)
 	assert_true(fb_stack_pool_nr() >= FB_POOL_KEEP ||
 		    fb_fiber_pool_nr() >= FB_POOL_KEEP);
 	runtime_stop();
+	fb_pool_trim_ns = FB_POOL_TRIM_NS;
 }
 
 int main(void)

@@ -364,6 +364,7 @@ bool fb_stack_guard_contains(const struct fb_stack *s, const void *addr)
  * stacks only, so that a pool of many sizes is not searched whole under
  * the lock; a stack of a rare size deeper down waits for the trim.
  */
+uint64_t fb_pool_trim_ns = FB_POOL_TRIM_NS;
 static struct fb_spinlock pool_lock;
 /* The first FB_POOL_KEEP entries are static, where the fixed pool was,
  * so that a process whose bursts stay within them allocates no array. */
