@@ -180,18 +180,33 @@ static void *nothing(void *arg)
 	return arg;
 }
 
+/* Make mappings until the kernel refuses one (vm.max_map_count reached,
+ * for real: alternate protections keep neighbours from merging); exit
+ * with @status if it never does. */
+static void fill_maps(int status)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	for (long i = 0;; i++) {
+		int prot = i % 2 ? PROT_READ : PROT_READ | PROT_WRITE;
+
+		if (mmap(NULL, (size_t)page, prot, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0) == MAP_FAILED)
+			return;
+		if (i > 10 * 1000 * 1000)
+			_exit(status); /* no limit? */
+	}
+}
+
 /*
  * The child: a running runtime, then mappings made until the kernel
- * refuses one (vm.max_map_count reached, for real: alternate protections
- * keep neighbours from merging), then two creates.  Exits 0 when both
+ * refuses one (fill_maps), then two creates.  Exits 0 when both
  * fail with EAGAIN.
  */
 static void limit_child(const char *guard, int n, long below)
 {
 	struct fiber_config c = { 0 };
-	long page = sysconf(_SC_PAGESIZE);
 	fiber_t f;
-	int i;
 
 	(void)n;
 	(void)below;
@@ -200,15 +215,7 @@ static void limit_child(const char *guard, int n, long below)
 	if (fiber_init(&c) || fiber_create(&f, NULL, nothing, NULL) ||
 	    fiber_join(f, NULL))
 		_exit(2);
-	for (i = 0;; i++) {
-		int prot = i % 2 ? PROT_READ : PROT_READ | PROT_WRITE;
-
-		if (mmap(NULL, (size_t)page, prot, MAP_PRIVATE | MAP_ANONYMOUS,
-			 -1, 0) == MAP_FAILED)
-			break;
-		if (i > 10 * 1000 * 1000)
-			_exit(3); /* no limit? */
-	}
+	fill_maps(3);
 	if (fiber_create(&f, NULL, nothing, NULL) != EAGAIN)
 		_exit(4);
 	if (fiber_create(&f, NULL, nothing, NULL) != EAGAIN)
@@ -276,15 +283,7 @@ static void pooled_child(const char *guard, int n, long below)
 	for (i = 0; i < n; i++)
 		if (fiber_join(fs[i], NULL))
 			_exit(3);
-	for (i = 0;; i++) {
-		int prot = i % 2 ? PROT_READ : PROT_READ | PROT_WRITE;
-
-		if (mmap(NULL, (size_t)page, prot, MAP_PRIVATE | MAP_ANONYMOUS,
-			 -1, 0) == MAP_FAILED)
-			break;
-		if (i > 10 * 1000 * 1000)
-			_exit(4); /* no limit? */
-	}
+	fill_maps(4);
 	if (fiber_attr_init(&a) ||
 	    fiber_attr_setstacksize(&a, 3 * 64 * 1024 + (size_t)page))
 		_exit(5);
