@@ -221,6 +221,11 @@ static void test_pool_trim_count_halves_the_idle_surplus(void **state)
 			 0);
 	assert_int_equal(t.low, 3000);
 	assert_int_equal(t.next, 5 + p);
+	/* Nothing to give back: the next look that can is the period's. */
+	assert_true(fb_pool_trim_early(&t, 4 + p));
+	assert_false(fb_pool_trim_early(&t, 5 + p));
+	assert_int_equal(fb_pool_trim_at(&t, 3000), 5 + p);
+	assert_int_equal(fb_pool_trim_at(&t, FB_POOL_KEEP), 0);
 	/* Within the period: nothing, whatever the count. */
 	assert_int_equal(
 		fb_pool_trim_count(&t, 3000, 4 + p, FB_POOL_TRIM_BATCH), 0);
@@ -237,6 +242,8 @@ static void test_pool_trim_count_halves_the_idle_surplus(void **state)
 			fb_pool_trim_count(&t, n, 5 + p, FB_POOL_TRIM_BATCH);
 
 		assert_int_equal(k, FB_POOL_TRIM_BATCH);
+		/* More is left in this period: due again at once. */
+		assert_false(fb_pool_trim_early(&t, 5 + p));
 		n -= k;
 		total += k;
 	}

@@ -142,7 +142,6 @@ static uint32_t nr_made; /* slots taken from the table so far; global_lock */
 static struct fb_fiber *pool;	      /* global_lock */
 static _Atomic uint32_t pool_nr;      /* global_lock; read unlocked as a hint */
 static struct fb_pool_trim pool_trim; /* global_lock */
-static _Atomic uint64_t pool_trim_next; /* pool_trim.next, read unlocked */
 
 /* The slot at @i, which exists.  Relaxed: the caller got @i through a
  * list whose lock, or whose owner, already ordered the chunk's
@@ -496,7 +495,7 @@ unsigned int fb_fiber_pool_trim(uint64_t now, unsigned int max)
 	struct fb_fiber *chain = NULL, *f;
 	unsigned int k, n;
 
-	if (now < fb_load_relaxed(&pool_trim_next))
+	if (fb_pool_trim_early(&pool_trim, now))
 		return 0;
 	fb_spin_lock(&global_lock);
 	n = fb_load_relaxed(&pool_nr);
@@ -506,8 +505,6 @@ unsigned int fb_fiber_pool_trim(uint64_t now, unsigned int max)
 		fb_store_relaxed(&f->wl_next, chain);
 		chain = f;
 	}
-	fb_store_relaxed(&pool_trim_next,
-			 pool_trim.left ? now : pool_trim.next);
 	fb_spin_unlock(&global_lock);
 	if (chain)
 		free_chain(chain, true);
@@ -525,7 +522,6 @@ void fb_fiber_pool_shrink(void)
 		chain = f;
 	}
 	pool_trim = (struct fb_pool_trim){ 0 };
-	fb_store_relaxed(&pool_trim_next, 0);
 	fb_spin_unlock(&global_lock);
 	if (chain)
 		free_chain(chain, true);
@@ -538,9 +534,7 @@ unsigned int fb_fiber_pool_nr(void)
 
 uint64_t fb_fiber_pool_trim_at(void)
 {
-	if (fb_load_relaxed(&pool_nr) <= FB_POOL_KEEP)
-		return 0;
-	return fb_load_relaxed(&pool_trim_next);
+	return fb_pool_trim_at(&pool_trim, fb_load_relaxed(&pool_nr));
 }
 
 /*

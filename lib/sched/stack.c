@@ -371,9 +371,8 @@ static struct fb_spinlock pool_lock;
 static struct fb_stack pool_static[FB_POOL_KEEP];
 static struct fb_stack *pool = pool_static;  /* pool_cap entries; pool_lock */
 static unsigned int pool_cap = FB_POOL_KEEP; /* pool_lock */
-static _Atomic unsigned int pool_nr;	/* pool_lock; read unlocked as a hint */
-static struct fb_pool_trim pool_trim;	/* pool_lock */
-static _Atomic uint64_t pool_trim_next; /* pool_trim.next, for unlocked reads */
+static _Atomic unsigned int pool_nr;  /* pool_lock; read unlocked as a hint */
+static struct fb_pool_trim pool_trim; /* pool_lock */
 
 /* Under pool_lock, pool_nr is counted in a local and stored once:
  * "pool_nr++" on the atomic would be a locked add per stack moved. */
@@ -445,7 +444,7 @@ unsigned int fb_stack_pool_trim(uint64_t now, unsigned int max)
 	struct fb_stack out[FB_POOL_TRIM_BATCH];
 	unsigned int n, k;
 
-	if (now < fb_load_relaxed(&pool_trim_next))
+	if (fb_pool_trim_early(&pool_trim, now))
 		return 0;
 	fb_spin_lock(&pool_lock);
 	n = fb_load_relaxed(&pool_nr);
@@ -454,9 +453,6 @@ unsigned int fb_stack_pool_trim(uint64_t now, unsigned int max)
 		out[i] = pool[--n];
 	fb_store_relaxed(&pool_nr, n);
 	fb_pool_trim_seen(&pool_trim, n);
-	/* More to give back in this period: due again at once. */
-	fb_store_relaxed(&pool_trim_next,
-			 pool_trim.left ? now : pool_trim.next);
 	fb_spin_unlock(&pool_lock);
 	for (unsigned int i = 0; i < k; i++)
 		fb_stack_unmap(&out[i]);
@@ -470,9 +466,7 @@ unsigned int fb_stack_pool_nr(void)
 
 uint64_t fb_stack_pool_trim_at(void)
 {
-	if (fb_load_relaxed(&pool_nr) <= FB_POOL_KEEP)
-		return 0;
-	return fb_load_relaxed(&pool_trim_next);
+	return fb_pool_trim_at(&pool_trim, fb_load_relaxed(&pool_nr));
 }
 
 void fb_stack_pool_drain(void)
@@ -489,7 +483,6 @@ void fb_stack_pool_drain(void)
 	pool = pool_static;
 	pool_cap = FB_POOL_KEEP;
 	pool_trim = (struct fb_pool_trim){ 0 };
-	fb_store_relaxed(&pool_trim_next, 0);
 	fb_spin_unlock(&pool_lock);
 	fb_free(p);
 }

@@ -114,12 +114,29 @@ void fb_stack_pool_drain(void);
 extern uint64_t fb_pool_trim_ns;
 #define FB_POOL_TRIM_BATCH 128u
 
-/* What a pool's trimming remembers; under the pool's lock. */
+/* What a pool's trimming remembers; under the pool's lock but @due. */
 struct fb_pool_trim {
 	unsigned int low;  /* the fewest objects pooled since @next - period */
 	unsigned int left; /* still to give back in this period */
 	uint64_t next;	   /* when the next period begins (ns) */
+	_Atomic uint64_t due; /* when a trim may give something back (ns):
+				 @next, or at once while @left; read unlocked */
 };
+
+/* fb_pool_trim_early - a trim at @now would find nothing due: a load, so
+ * that the callers on every idle entry and monitor look take no lock. */
+static inline bool fb_pool_trim_early(struct fb_pool_trim *t, uint64_t now)
+{
+	return now < __atomic_load_n(&t->due, __ATOMIC_RELAXED);
+}
+
+/* fb_pool_trim_at - when a pool that holds @nr objects next wants a trim
+ * (ns), 0 when it holds no more than it keeps for good.  No lock. */
+static inline uint64_t fb_pool_trim_at(struct fb_pool_trim *t, unsigned int nr)
+{
+	return nr <= FB_POOL_KEEP ? 0 :
+				    __atomic_load_n(&t->due, __ATOMIC_RELAXED);
+}
 
 /* fb_pool_trim_seen - the pool now holds @nr objects (after a take). */
 static inline void fb_pool_trim_seen(struct fb_pool_trim *t, unsigned int nr)
@@ -153,6 +170,8 @@ static inline unsigned int fb_pool_trim_count(struct fb_pool_trim *t,
 	if (n > nr - FB_POOL_KEEP)
 		n = nr - FB_POOL_KEEP;
 	t->left -= n;
+	/* More to give back in this period: due again at once. */
+	__atomic_store_n(&t->due, t->left ? now : t->next, __ATOMIC_RELAXED);
 	return n;
 }
 
