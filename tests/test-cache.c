@@ -329,6 +329,62 @@ static void test_cache_busy_runtime_trims_a_burst(void **state)
 	fb_pool_trim_ns = FB_POOL_TRIM_NS;
 }
 
+/*
+ * Stacks of one size are mappings (slots) of one size, so their tops
+ * would share one cache set; sched/stack.c spreads them with an odd page
+ * count and a colour.  64 stacks in a row, guarded and then from slabs:
+ * each keeps at least the size asked for, below a 64-byte aligned top,
+ * all of it writable; and the tops' lines fall on many offsets modulo
+ * 64 KiB (an L2 way of many cores) and on many L1 sets.
+ * Without the spreading both counts are 1.
+ */
+#define SPREAD_STACKS 64
+static void spread_check(bool guarded)
+{
+	struct fb_stack s[SPREAD_STACKS];
+	bool l1[64] = { false }, l2[1024] = { false };
+	int nl1 = 0, nl2 = 0;
+	size_t want = FB_STACK_DEFAULT;
+
+	fb_stack_set_guarded(guarded);
+	for (int i = 0; i < SPREAD_STACKS; i++) {
+		char *top, *low;
+		uintptr_t line;
+
+		memset(&s[i], 0, sizeof(s[i]));
+		assert_int_equal(fb_stack_map(&s[i], want, -1), 0);
+		top = fb_stack_top(&s[i]);
+		low = top - s[i].size;
+		assert_true(s[i].size >= want);
+		assert_int_equal((uintptr_t)top % FB_CACHELINE, 0);
+		low[0] = 1; /* the whole stack is writable */
+		top[-1] = 1;
+		if (guarded) {
+			assert_true(fb_stack_guard_contains(&s[i], low - 1));
+			assert_false(fb_stack_guard_contains(&s[i], low));
+		}
+		line = ((uintptr_t)top - FB_CACHELINE) / FB_CACHELINE;
+		nl1 += !l1[line % 64];
+		l1[line % 64] = true;
+		nl2 += !l2[line % 1024];
+		l2[line % 1024] = true;
+	}
+	for (int i = 0; i < SPREAD_STACKS; i++)
+		fb_stack_unmap(&s[i]);
+	fb_stack_set_guarded(true);
+	print_message("# %s: %d L1 sets, %d lines modulo 64 KiB\n",
+		      guarded ? "guarded" : "slabs", nl1, nl2);
+	assert_true(nl1 >= 16);
+	assert_true(nl2 >= 48);
+}
+
+static void test_stack_tops_are_spread_over_cache_sets(void **state)
+{
+	(void)state;
+	spread_check(true);
+	spread_check(false);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -338,6 +394,7 @@ int main(void)
 		TEST(test_cache_idle_runtime_trims_a_burst),
 		TEST(test_cache_busy_runtime_trims_a_burst),
 		TEST(test_cache_joined_fiber_leaves_its_stack),
+		TEST(test_stack_tops_are_spread_over_cache_sets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -88,13 +88,38 @@ __attribute__((noinline)) static int dive(uintptr_t stop)
 	return pad[0];
 }
 
+/* The start of the mapping that holds @addr, from /proc/self/maps; 0 if
+ * not found. */
+static uintptr_t mapping_start(uintptr_t addr)
+{
+	unsigned long lo, hi;
+	char line[256];
+	uintptr_t found = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && addr >= lo &&
+		    addr < hi)
+			found = lo;
+	fclose(f);
+	return found;
+}
+
 static void *overflow_past_canary(void *arg)
 {
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t slab = mapping_start(here);
 
-	/* 64 KiB stack: go 512 bytes below its bottom. */
+	/* The first slot of the slab starts a page into it (the stack may
+	 * be a little larger than the 64 KiB asked for, sched/stack.c):
+	 * go 512 bytes below that.  A slab merged with a neighbour would
+	 * start further down: the child then fails instead of diving. */
 	(void)arg;
-	dive(here - 64 * 1024 - 512);
+	if (!slab || here - slab > 80 * 1024)
+		_exit(3);
+	dive(slab + (uintptr_t)sysconf(_SC_PAGESIZE) - 512);
 	fiber_sleep(1000); /* a switch-out: the canary is checked */
 	return NULL;
 }

@@ -38,6 +38,26 @@
  * (MADV_DONTNEED) and the slot waits on its class's free list.  Slab
  * stacks get no NUMA advice either, since a policy on part of a mapping
  * splits it: they are placed by first touch.
+ *
+ * Colours.  The lines just below a stack's top are its hottest: the first
+ * frames and the registers saved at every switch.  Stacks of one size are
+ * mappings (or slots) of one size, a power of two in the default case
+ * (256 KiB of stack under a 256 KiB guard), so without care every top
+ * falls at the same offset modulo the cache's way size, in one set: a
+ * batch of a thousand fibers then fights over 8 lines of L1 and 8 of L2,
+ * and creating and joining them cost 25-40% more (the commit that added
+ * this has the table).  Two things spread the tops:
+ *   - the stride: a mapping (a slot) spans an odd number of pages, so
+ *     consecutive ones start at every page offset modulo any power of two
+ *     above the page, and their tops reach every page-sized set group;
+ *   - the colour: each stack's top sits FB_STACK_COLOR_STEP times a colour
+ *     below the end of the mapping (the slot), the colour counting round
+ *     FB_STACK_COLORS, which spreads the tops over the sets within a page.
+ * The colour costs no memory: the mapping has a page more than the size
+ * asked for, so the stack is never smaller than that size, and the bytes
+ * above the top are in the top page, which the fiber touches anyway.  The
+ * colours span half a page, so a fiber that parks with less than half a
+ * page of stack still touches one page (RSS per parked fiber unchanged).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -149,9 +169,42 @@ static void map_count_warn(bool guarded)
 			  "");
 }
 
+/* Stack colours (see the top of this file): FB_STACK_COLORS steps of
+ * FB_STACK_COLOR_STEP bytes, under half a 4 KiB page.  Picked: one cache
+ * line a step; 31 of them, an odd count, so that the colour and the page
+ * offset of consecutive mappings (which the odd page count makes cycle
+ * through a power of two) never repeat together before 31 times that
+ * cycle; a whole page of colours measured no faster and may push a parked
+ * fiber's frames into a second page. */
+#define FB_STACK_COLOR_STEP FB_CACHELINE
+#define FB_STACK_COLORS 31
+
+/* The next colour's offset below the end of a mapping or a slot. */
+static size_t color_next(void)
+{
+	static atomic_uint seq;
+	unsigned int c =
+		atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed);
+
+	return (size_t)(c % FB_STACK_COLORS) * FB_STACK_COLOR_STEP;
+}
+
+/* The span of a stack of @size bytes (page-rounded) and @extra more: one
+ * page for the colour, and one more if needed to make the number of pages
+ * odd. */
+static size_t colored_span(size_t size, size_t extra)
+{
+	size_t ps = page_size(), len = size + extra + ps;
+
+	if (!((len / ps) & 1))
+		len += ps;
+	return len;
+}
+
 static int map_guarded(struct fb_stack *s, size_t size, int node)
 {
-	size_t guard = guard_size(), len = size + guard;
+	size_t guard = guard_size(), len = colored_span(size, guard);
+	size_t color = color_next();
 	void *map;
 	int err;
 
@@ -163,7 +216,8 @@ static int map_guarded(struct fb_stack *s, size_t size, int node)
 			map_count_warn(true);
 		return EAGAIN;
 	}
-	if (mprotect((char *)map + guard, size, PROT_READ | PROT_WRITE)) {
+	if (mprotect((char *)map + guard, len - guard,
+		     PROT_READ | PROT_WRITE)) {
 		err = errno;
 		munmap(map, len);
 		if (err == ENOMEM)
@@ -178,16 +232,18 @@ static int map_guarded(struct fb_stack *s, size_t size, int node)
 			mask[node / (8 * sizeof(long))] |=
 				1UL << (node % (8 * sizeof(long)));
 			/* Advice only: a failure leaves first-touch placement. */
-			mbind((char *)map + guard, size, MPOL_PREFERRED, mask,
-			      sizeof(mask) * 8, 0);
+			mbind((char *)map + guard, len - guard, MPOL_PREFERRED,
+			      mask, sizeof(mask) * 8, 0);
 		}
 	}
 #else
 	(void)node;
 #endif
+	/* The top, map + map_len, is @color below the mapping's end; the
+	 * unmap rounds map_len back up to it. */
 	s->map = map;
-	s->map_len = len;
-	s->size = size;
+	s->map_len = len - color;
+	s->size = len - color - guard;
 	s->slot = size;
 	s->canary = &guarded_canary;
 	s->cls = -1;
@@ -215,9 +271,16 @@ static struct slab_class classes[FB_SLAB_CLASSES];
 static unsigned int nr_classes;
 
 /* The free-list link of the free slot at @base. */
-static char **slot_link(char *base, size_t slot)
+static char **slot_link(char *base, size_t stride)
 {
-	return (char **)(base + slot - 2 * sizeof(uint64_t));
+	return (char **)(base + stride - 2 * sizeof(uint64_t));
+}
+
+/* The distance between the slots of a class of @slot bytes: the slot and
+ * room for the colour, an odd number of pages. */
+static size_t slab_stride(size_t slot)
+{
+	return colored_span(slot, 0);
 }
 
 static struct slab_class *class_of(size_t slot)
@@ -231,12 +294,12 @@ static struct slab_class *class_of(size_t slot)
 	return &classes[nr_classes++];
 }
 
-/* A new slab of @n slots of @slot bytes; its first slot's address. */
-static char *slab_new(size_t slot, unsigned int n)
+/* A new slab of @n slots @stride bytes apart; its first slot's address. */
+static char *slab_new(size_t stride, unsigned int n)
 {
 	size_t ps = page_size();
 	char *map = mmap(
-		NULL, ps + slot * n, PROT_READ | PROT_WRITE,
+		NULL, ps + stride * n, PROT_READ | PROT_WRITE,
 		MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 
 	if (map == MAP_FAILED) {
@@ -249,6 +312,7 @@ static char *slab_new(size_t slot, unsigned int n)
 
 static int map_slab(struct fb_stack *s, size_t slot)
 {
+	size_t stride = slab_stride(slot), color = color_next();
 	struct slab_class *c;
 	unsigned int n;
 	char *base;
@@ -257,17 +321,17 @@ static int map_slab(struct fb_stack *s, size_t slot)
 	c = class_of(slot);
 	if (c && c->free) {
 		base = c->free;
-		c->free = *slot_link(base, slot);
+		c->free = *slot_link(base, stride);
 	} else if (c && c->left) {
 		base = c->cur;
-		c->cur += slot;
+		c->cur += stride;
 		c->left--;
 	} else {
-		n = (unsigned int)(FB_SLAB_BYTES / slot);
+		n = (unsigned int)(FB_SLAB_BYTES / stride);
 		n = n < 1 ? 1 : n > FB_SLAB_STACKS ? FB_SLAB_STACKS : n;
-		base = slab_new(slot, c ? n : 1);
+		base = slab_new(stride, c ? n : 1);
 		if (base && c) {
-			c->cur = base + slot;
+			c->cur = base + stride;
 			c->left = n - 1;
 		}
 	}
@@ -275,8 +339,8 @@ static int map_slab(struct fb_stack *s, size_t slot)
 	if (!base)
 		return EAGAIN;
 	s->map = base;
-	s->map_len = slot - FB_STACK_GAP;
-	s->size = slot - FB_STACK_GAP;
+	s->map_len = stride - FB_STACK_GAP - color;
+	s->size = s->map_len;
 	s->slot = slot;
 	s->cls = c ? (int)(c - classes) : FB_SLAB_CLASSES;
 	s->canary = (uint64_t *)(void *)base - 1;
@@ -317,23 +381,24 @@ int fb_stack_map(struct fb_stack *s, size_t size, int node)
 void fb_stack_unmap(struct fb_stack *s)
 {
 	char *base = s->map;
-	size_t ps = page_size();
+	size_t ps = page_size(), stride;
 
 	if (!base)
 		return;
 	s->map = NULL;
-	if (s->cls < 0) {
-		munmap(base, s->map_len);
+	if (s->cls < 0) { /* map_len is short of the end by the colour */
+		munmap(base, (s->map_len + ps - 1) & ~(ps - 1));
 		return;
 	}
+	stride = slab_stride(s->slot);
 	if (s->cls == FB_SLAB_CLASSES) { /* a slab of its own */
-		munmap(base - ps, ps + s->slot);
+		munmap(base - ps, ps + stride);
 		return;
 	}
 	/* The top page stays: it holds the canary of the slot above. */
-	madvise(base, s->slot - ps, MADV_DONTNEED);
+	madvise(base, stride - ps, MADV_DONTNEED);
 	fb_spin_lock(&slab_lock);
-	*slot_link(base, s->slot) = classes[s->cls].free;
+	*slot_link(base, stride) = classes[s->cls].free;
 	classes[s->cls].free = base;
 	fb_spin_unlock(&slab_lock);
 }
