@@ -661,7 +661,8 @@ static void test_fiber_million_create_join_bounded_memory(void **state)
  * join but those that meet a full runnext streak is handed off; a joiner
  * that is a foreign thread is not, nor one whose worker has other fibers
  * queued: a batch created before its joins runs back to back, and the
- * joiner finds two children done for each of its wakeups.
+ * reap wakes the joiner behind the queue (FB_WF_QUEUE), so it finds the
+ * whole batch done at its one wakeup per batch.
  */
 #define HANDOFF_FIBERS 2000L
 #define HANDOFF_BATCH 100L
@@ -687,7 +688,7 @@ static void *create_join_loop(void *arg)
 
 static void test_fiber_exit_hands_worker_to_joiner(void **state)
 {
-	long long handoffs, switches;
+	long long handoffs, switches, parks;
 	fiber_t f;
 	void *r;
 
@@ -719,7 +720,8 @@ static void test_fiber_exit_hands_worker_to_joiner(void **state)
 		assert_ptr_equal(r, (void *)i);
 	}
 	assert_int_equal(fiber_stats_counter("exit_handoffs"), 0);
-	/* Batches: the children run back to back, three switches for two. */
+	/* Batches: the children run back to back, and the joiner parks
+	 * once a batch: a switch per child and two per batch. */
 	fiber_stats_reset();
 	assert_int_equal(fiber_create(&f, NULL, create_join_loop,
 				      (void *)-HANDOFF_FIBERS),
@@ -727,7 +729,11 @@ static void test_fiber_exit_hands_worker_to_joiner(void **state)
 	assert_int_equal(fiber_join(f, &r), 0);
 	assert_int_equal((long)r, 0);
 	switches = fiber_stats_counter("switches");
-	if (switches > 3 * HANDOFF_FIBERS / 2 + HANDOFF_FIBERS / 8)
+	parks = fiber_stats_counter("parks");
+	if (parks > HANDOFF_FIBERS / HANDOFF_BATCH + 1)
+		fail_msg("%lld parks of the joiner for %ld batches", parks,
+			 HANDOFF_FIBERS / HANDOFF_BATCH);
+	if (switches > HANDOFF_FIBERS + 2 * HANDOFF_FIBERS / HANDOFF_BATCH + 2)
 		fail_msg("%lld switches for %ld create + join in batches",
 			 switches, HANDOFF_FIBERS);
 	assert_int_equal(fiber_shutdown(), 0);

@@ -537,7 +537,10 @@ static inline bool wake(struct fb_worker *this, struct fb_fiber *f,
 		 * place, and @f left the worker before the waker ran, so its
 		 * on_worker is already 0. */
 		FB_PROBE(wake, f->id, 0, 0, 0, -1);
-		fb_sched_wake_solo_tail(this, f);
+		if (fb_unlikely(flags & FB_WF_QUEUE))
+			queue_local(f, this);
+		else
+			fb_sched_wake_solo_tail(this, f);
 		return true;
 	}
 	wake_place(this, f, flags);
@@ -597,7 +600,10 @@ static fb_noinline void wake_place(struct fb_worker *this, struct fb_fiber *f,
 	FB_PROBE(wake, f->id, f->pf.prev, t, res.probes, (int)res.pick);
 	if (fb_unlikely(fb_trace_on))
 		fb_trace_wake_slow(this, f);
-	deliver(&v, f, t, this);
+	if ((flags & FB_WF_QUEUE) && this && t == this->id)
+		queue_local(f, this);
+	else
+		deliver(&v, f, t, this);
 	fb_sched_view_exit();
 }
 

@@ -122,8 +122,10 @@ void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 	if (stack.map)
 		fb_stack_cache_put(&w->stacks, &stack);
 	fb_sched_fiber_reaped();
+	/* Behind the queue: a joiner that joins a batch in turn finds the
+	 * rest of it done when it runs, instead of waking once a fiber. */
 	if (joiner)
-		fb_waiter_wake(joiner, 0);
+		fb_waiter_wake(joiner, FB_WF_QUEUE);
 	else if (free_it)
 		fb_fiber_free(f);
 }

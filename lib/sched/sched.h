@@ -259,6 +259,11 @@ static inline struct fb_waiter *fb_waitq_pop(struct fb_list *q)
 /* Wake flags. */
 #define FB_WF_SYNC 0x1	 /* the waker is about to block (hand-off) */
 #define FB_WF_POLLER 0x2 /* the waker hands out events it polled */
+/* The wakee queues behind the fibers already runnable where it lands,
+ * never in runnext: the waker shares nothing with it that is worth
+ * jumping the queue for, and what is queued may be what the wakee will
+ * wait for next (the reap's wake of a joiner: sched/fiber.c). */
+#define FB_WF_QUEUE 0x4
 
 /* fb_waiter_prepare(w, kind, obj) is below, inline, after the worker. */
 /* fb_waiter_wait - release @lock and sleep until fb_waiter_wake(@w).
