@@ -192,12 +192,10 @@ int fiber_init(const struct fiber_config *config)
  * until the program calls fiber_init() itself.  Other errors (ENOMEM,
  * EAGAIN) may pass: the next call tries again.
  */
-int fb_runtime_get(void)
+int fb_runtime_get_slow(void)
 {
 	int rc;
 
-	if (fb_likely(fb_load_acquire(&fb_rt_up)))
-		return 0;
 	pthread_mutex_lock(&implicit_mutex);
 	rc = fb_load_relaxed(&implicit_rc);
 	if (!rc) {

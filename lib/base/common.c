@@ -21,36 +21,31 @@ void fb_die(const char *file, int line, const char *what)
 }
 
 /*
- * Fault injection.  fail_countdown counts allocations down to the one that
+ * Fault injection.  fb_fail_countdown counts allocations down to the one that
  * fails; 0 disables.  Relaxed atomics: tests arm it from one thread and the
  * exact interleaving with other threads does not matter.
  */
-static _Atomic long fail_countdown;
+_Atomic long fb_fail_countdown;
 
 void fb_fault_fail_nth(long n)
 {
-	fb_store_seqcst(&fail_countdown, n < 0 ? 0 : n);
+	fb_store_seqcst(&fb_fail_countdown, n < 0 ? 0 : n);
 }
 
 bool fb_fault_should_fail(void)
 {
-	long c = fb_load_relaxed(&fail_countdown);
+	long c = fb_load_relaxed(&fb_fail_countdown);
 
 	while (c > 0) {
-		if (atomic_compare_exchange_weak(&fail_countdown, &c, c - 1))
+		if (atomic_compare_exchange_weak(&fb_fail_countdown, &c, c - 1))
 			return c == 1;
 	}
 	return false;
 }
 
-bool fb_fault_armed(void)
-{
-	return fb_unlikely(fb_load_relaxed(&fail_countdown) > 0);
-}
-
 void *fb_malloc(size_t size)
 {
-	if (fb_unlikely(fb_load_relaxed(&fail_countdown)) &&
+	if (fb_unlikely(fb_load_relaxed(&fb_fail_countdown)) &&
 	    fb_fault_should_fail())
 		return NULL;
 	return malloc(size);
@@ -58,7 +53,7 @@ void *fb_malloc(size_t size)
 
 void *fb_calloc(size_t n, size_t size)
 {
-	if (fb_unlikely(fb_load_relaxed(&fail_countdown)) &&
+	if (fb_unlikely(fb_load_relaxed(&fb_fail_countdown)) &&
 	    fb_fault_should_fail())
 		return NULL;
 	return calloc(n, size);
@@ -68,7 +63,7 @@ void *fb_aligned_alloc(size_t align, size_t size)
 {
 	void *p;
 
-	if (fb_unlikely(fb_load_relaxed(&fail_countdown)) &&
+	if (fb_unlikely(fb_load_relaxed(&fb_fail_countdown)) &&
 	    fb_fault_should_fail())
 		return NULL;
 	if (posix_memalign(&p, align, size))

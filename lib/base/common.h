@@ -60,9 +60,15 @@ void *fb_aligned_alloc(size_t align, size_t size);
 void fb_free(void *p);
 /* Returns true when the current allocation should fail (test hook). */
 bool fb_fault_should_fail(void);
+/* The allocations left before the one that fails; 0: none (base/common.c). */
+extern _Atomic long fb_fail_countdown;
 /* True while a failure is pending: caches step aside so that the
- * allocation they would save can fail (test hook; costs one relaxed load). */
-bool fb_fault_armed(void);
+ * allocation they would save can fail (test hook; one relaxed load, inline
+ * because fiber_create asks twice). */
+static inline bool fb_fault_armed(void)
+{
+	return fb_unlikely(fb_load_relaxed(&fb_fail_countdown) > 0);
+}
 /* fb_fault_fail_nth - make the @n-th allocation from now fail (0 disables).
  * Test use only; exported to the internal library. */
 void fb_fault_fail_nth(long n);

@@ -200,11 +200,6 @@ size_t fb_runtime_stack_size(void)
 	return s ? s : FB_STACK_DEFAULT;
 }
 
-int fb_runtime_worker_node(int worker)
-{
-	return fb_rt->workers[worker]->node;
-}
-
 struct fb_worker *fb_runtime_worker(int i)
 {
 	return fb_rt && i >= 0 && i < fb_rt->nr_workers ? fb_rt->workers[i] :

@@ -26,7 +26,7 @@
  */
 void fb_fiber_registry_add(struct fb_fiber *f, int t)
 {
-	struct fb_worker *w = fb_runtime_worker(t);
+	struct fb_worker *w = fb_rt->workers[t]; /* t: a worker of fb_rt */
 
 	f->live_worker = t;
 	fb_spin_lock(&w->live_lock);
@@ -36,7 +36,7 @@ void fb_fiber_registry_add(struct fb_fiber *f, int t)
 
 static void registry_del(struct fb_fiber *f)
 {
-	struct fb_worker *w = fb_runtime_worker(f->live_worker);
+	struct fb_worker *w = fb_rt->workers[f->live_worker];
 
 	fb_spin_lock(&w->live_lock);
 	fb_list_del(&f->live_node);

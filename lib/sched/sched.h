@@ -716,7 +716,6 @@ static inline void fb_handle_retire_locked(struct fb_handle_slot *s)
 /* Global runtime facts. */
 int fb_runtime_nr_workers(void);
 size_t fb_runtime_stack_size(void);
-int fb_runtime_worker_node(int worker);
 struct fb_worker *fb_runtime_worker(int i);
 
 /* ---- scheduler internals, shared by the files of sched/ ---- */
@@ -766,6 +765,12 @@ struct fb_runtime {
 
 extern struct fb_runtime *fb_rt FB_HIDDEN;
 extern atomic_bool fb_rt_up;
+
+/* fb_runtime_worker_node - the NUMA node of worker @worker of fb_rt. */
+static inline int fb_runtime_worker_node(int worker)
+{
+	return fb_rt->workers[worker]->node;
+}
 /*
  * The gate of a running runtime (sched/runtime.c).  fb_rt_open is true from
  * the end of fiber_init() until fiber_shutdown() has let the runnable
@@ -910,8 +915,15 @@ void fb_runtime_atfork(int phase);
  * if it is not running.  A bad configuration is reported once: after an
  * EINVAL, later calls return EINVAL without trying (or printing) again
  * until fiber_init() is called.  Context: any thread; may block on the
- * start.  Return: 0 or the errno of fiber_init. */
-int fb_runtime_get(void);
+ * start.  Return: 0 or the errno of fiber_init.  Inline, since every
+ * fiber_create() asks: one acquire load while the runtime is up. */
+int fb_runtime_get_slow(void);
+static inline int fb_runtime_get(void)
+{
+	if (fb_likely(fb_load_acquire(&fb_rt_up)))
+		return 0;
+	return fb_runtime_get_slow();
+}
 
 /* ---- cancellation (sched/cancel.c, whose opening comment argues it) ---- */
 

@@ -73,13 +73,13 @@
 #include "sched/sched.h"
 #include "sched/stack.h"
 
+size_t fb_stack_page;
+
 static size_t page_size(void)
 {
-	static size_t ps;
-
-	if (!ps)
-		ps = (size_t)sysconf(_SC_PAGESIZE);
-	return ps;
+	if (!fb_stack_page)
+		fb_stack_page = (size_t)sysconf(_SC_PAGESIZE);
+	return fb_stack_page;
 }
 
 /* The guard below each stack: FB_STACK_GUARD rounded up to pages. */
@@ -403,11 +403,6 @@ void fb_stack_unmap(struct fb_stack *s)
 	fb_spin_unlock(&slab_lock);
 }
 
-void *fb_stack_top(const struct fb_stack *s)
-{
-	return (char *)s->map + s->map_len;
-}
-
 bool fb_stack_guard_contains(const struct fb_stack *s, const void *addr)
 {
 	const char *a = addr, *g = s->map;
@@ -563,13 +558,6 @@ static bool cache_take(struct fb_stack_cache *c, size_t slot,
 		}
 	}
 	return false;
-}
-
-bool fb_stack_fits(const struct fb_stack *s, size_t size)
-{
-	size_t ps = page_size();
-
-	return s->slot == ((size + ps - 1) & ~(ps - 1));
 }
 
 void fb_stack_release(struct fb_stack *s)

@@ -80,15 +80,29 @@ int fb_stack_map(struct fb_stack *s, size_t size, int node);
  * goes to its class's free list with its pages released (all but the top
  * one, which holds the canary of the stack above).  Context: any thread. */
 void fb_stack_unmap(struct fb_stack *s);
-void *fb_stack_top(const struct fb_stack *s);
+/* fb_stack_top - the top of @s: where its first frame goes, a colour below
+ * the end of its mapping or slot (sched/stack.c). */
+static inline void *fb_stack_top(const struct fb_stack *s)
+{
+	return (char *)s->map + s->map_len;
+}
 /* fb_stack_guard_contains - @addr lies in the guard region of @s.
  * Context: any, async-signal-safe (plain loads of @s). */
 bool fb_stack_guard_contains(const struct fb_stack *s, const void *addr);
 bool fb_stack_cache_get(struct fb_stack_cache *c, size_t size,
 			struct fb_stack *s);
+/* The page size, set by the first fb_stack_map() (sched/stack.c). */
+extern size_t fb_stack_page;
+
 /* fb_stack_fits - mapped stack @s is what a stack of @size bytes would be
  * (the same size rounded to pages).  Context: any. */
-bool fb_stack_fits(const struct fb_stack *s, size_t size);
+static inline bool fb_stack_fits(const struct fb_stack *s, size_t size)
+{
+	/* slot is a size rounded up to pages: @size rounds up to it when
+	 * it lies less than a page below.  @s was mapped, so the page size
+	 * is known. */
+	return s->slot >= size && s->slot - size < fb_stack_page;
+}
 /* Keeps @s or unmaps it; @s is empty afterwards. */
 void fb_stack_cache_put(struct fb_stack_cache *c, struct fb_stack *s);
 void fb_stack_cache_drain(struct fb_stack_cache *c);
