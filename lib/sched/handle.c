@@ -374,6 +374,23 @@ static void put_slot(struct handle_cache *c, uint32_t i)
 	push_bare(c, i);
 }
 
+/* zero_fiber - memset(@f, 0, sizeof(*f)) in 16-byte stores.  The
+ * compiler makes the memset a `rep stos`, whose start-up costs more than
+ * the 26 stores on the cores we measured; the empty asm after each store
+ * keeps the compiler from turning the loop back into a memset. */
+typedef uint64_t fb_zero16 __attribute__((vector_size(16), may_alias));
+_Static_assert(sizeof(struct fb_fiber) % 16 == 0, "zero_fiber: whole stores");
+static fb_always_inline void zero_fiber(struct fb_fiber *f)
+{
+	fb_zero16 *p = (fb_zero16 *)(void *)f;
+
+#pragma GCC unroll 32
+	for (size_t k = 0; k < sizeof(*f) / 16; k++) {
+		p[k] = (fb_zero16){ 0, 0 };
+		__asm__("" : : "r"(p + k) : "memory"); /* no memset idiom */
+	}
+}
+
 /* Zero @f but its stack (a released descriptor may keep its last fiber's,
  * sched/fiber.c) and give it the free slot @s, whose index is @i. */
 static struct fb_fiber *attach(struct fb_fiber *f, struct fb_handle_slot *s,
@@ -382,7 +399,7 @@ static struct fb_fiber *attach(struct fb_fiber *f, struct fb_handle_slot *s,
 	uintptr_t gen = fb_load_relaxed(&s->gen);
 	struct fb_stack stack = f->stack;
 
-	memset(f, 0, sizeof(*f));
+	zero_fiber(f);
 	f->stack = stack;
 	f->slot = s;
 	f->self = (fiber_t)(gen << FB_HANDLE_INDEX_BITS | i);
