@@ -810,6 +810,7 @@ static void test_bind_wait_reads_schedstat(void **state)
 	assert_true(a >= 0);
 	for (unsigned long i = 0; i < 1000000; i++)
 		spin += i;
+	(void)spin;
 	sched_yield();
 	b = fb_bind_wait();
 	assert_true(b >= a);

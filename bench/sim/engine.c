@@ -1657,7 +1657,7 @@ static void run(struct sim *s, int w)
 		case SIM_SLEEP:
 			timer_arm(s, w, f,
 				  s->cursor + (uint64_t)llround(f->work));
-			/* fall through */
+			__attribute__((fallthrough));
 		case SIM_BLOCK:
 			f->state = SF_PARKED;
 			COUNT(s, w, parks);

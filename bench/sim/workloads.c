@@ -162,7 +162,7 @@ static enum sim_act hb_step(struct sim *s, struct sim_fiber *f)
 		if (f->kind == HB_SENDER)
 			f->b = 0; /* the receiver it writes to next */
 		f->d = (long)h->datasize;
-		/* fall through */
+		__attribute__((fallthrough));
 	case 1:
 		/* One pipe operation per step, each followed by its own
 		 * event (SIM_COMPUTE), so that what it does is seen when it
@@ -314,7 +314,7 @@ static enum sim_act sb_message(struct sim *s, struct sim_fiber *f)
 			}
 			f->pc = 2;
 			f->a = 0;
-			/* fall through */
+			__attribute__((fallthrough));
 		case 2: /* one post per step */
 			if ((unsigned long)f->a < b->per) {
 				unsigned k = m * b->per + (unsigned)f->a;
@@ -327,7 +327,7 @@ static enum sim_act sb_message(struct sim *s, struct sim_fiber *f)
 			}
 			f->pc = 1;
 			f->a = 0;
-			/* fall through */
+			__attribute__((fallthrough));
 		case 1: /* wait for all of them */
 			while ((unsigned long)f->a < b->per) {
 				if (!sim_sem_wait(s, f, &b->done[m]))
@@ -362,7 +362,7 @@ static enum sim_act sb_worker(struct sim *s, struct sim_fiber *f)
 			f->work = b->sleep_ns;
 			return SIM_SLEEP;
 		}
-		/* fall through */
+		__attribute__((fallthrough));
 	case 1:
 		f->pc = 2;
 		f->work = b->think_ns;
@@ -625,7 +625,7 @@ static enum sim_act ex_parent(struct sim *s, struct sim_fiber *f)
 			c->ws_kb = 0;
 			f->a = c->id;
 			f->pc = 1;
-			/* fall through */
+			__attribute__((fallthrough));
 		case 1:
 			c = sim_fiber(s, (int)f->a);
 			if (!sim_join(s, f, c))
@@ -899,7 +899,7 @@ static enum sim_act tb_step(struct sim *s, struct sim_fiber *f)
 			}
 			f->d = (long)t->req;
 			f->pc = 1;
-			/* fall through */
+			__attribute__((fallthrough));
 		case 1:
 			left = (uint64_t)f->d;
 			if (!sim_pipe_write(s, f, &t->up[i], &left)) {
@@ -908,7 +908,7 @@ static enum sim_act tb_step(struct sim *s, struct sim_fiber *f)
 			}
 			f->a = 0;
 			f->pc = 2;
-			/* fall through */
+			__attribute__((fallthrough));
 		case 2: /* the whole answer */
 			while ((uint64_t)f->a < t->resp) {
 				if (!sim_pipe_read(s, f, &t->down[i],
@@ -925,7 +925,7 @@ static enum sim_act tb_step(struct sim *s, struct sim_fiber *f)
 		case 10: /* server: the whole request */
 			f->a = 0;
 			f->pc = 11;
-			/* fall through */
+			__attribute__((fallthrough));
 		case 11:
 			while ((uint64_t)f->a < t->req) {
 				if (!sim_pipe_read(s, f, &t->up[i],
@@ -940,7 +940,7 @@ static enum sim_act tb_step(struct sim *s, struct sim_fiber *f)
 		case 12:
 			f->d = (long)t->resp;
 			f->pc = 13;
-			/* fall through */
+			__attribute__((fallthrough));
 		case 13:
 			left = (uint64_t)f->d;
 			if (!sim_pipe_write(s, f, &t->down[i], &left)) {

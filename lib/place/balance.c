@@ -219,7 +219,7 @@ static bool pick_busiest(const struct fb_lb_env *env,
 	case FB_GROUP_SMT_BALANCE:
 		if (s->idle || b->idle)
 			goto has_spare;
-		/* fall through */
+		__attribute__((fallthrough));
 	case FB_GROUP_FULLY_BUSY:
 		if (s->avg_load != b->avg_load)
 			return s->avg_load > b->avg_load;

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/atomic.h"
+
 /* The default fiber stack, 256 KiB: LIBFIBER_STACK_SIZE's default in
  * api/config.h, for the code that needs it before the runtime runs
  * (test-env checks that the two agree); and the largest stack, 1 GiB. */
@@ -141,7 +143,7 @@ struct fb_pool_trim {
  * that the callers on every idle entry and monitor look take no lock. */
 static inline bool fb_pool_trim_early(struct fb_pool_trim *t, uint64_t now)
 {
-	return now < __atomic_load_n(&t->due, __ATOMIC_RELAXED);
+	return now < fb_load_relaxed(&t->due);
 }
 
 /* fb_pool_trim_at - when a pool that holds @nr objects next wants a trim
@@ -149,7 +151,7 @@ static inline bool fb_pool_trim_early(struct fb_pool_trim *t, uint64_t now)
 static inline uint64_t fb_pool_trim_at(struct fb_pool_trim *t, unsigned int nr)
 {
 	return nr <= FB_POOL_KEEP ? 0 :
-				    __atomic_load_n(&t->due, __ATOMIC_RELAXED);
+				    fb_load_relaxed(&t->due);
 }
 
 /* fb_pool_trim_seen - the pool now holds @nr objects (after a take). */
@@ -185,7 +187,7 @@ static inline unsigned int fb_pool_trim_count(struct fb_pool_trim *t,
 		n = nr - FB_POOL_KEEP;
 	t->left -= n;
 	/* More to give back in this period: due again at once. */
-	__atomic_store_n(&t->due, t->left ? now : t->next, __ATOMIC_RELAXED);
+	fb_store_relaxed(&t->due, t->left ? now : t->next);
 	return n;
 }
 

@@ -257,7 +257,7 @@ static inline bool ring_unbacked(const struct fb_pipe *p, size_t len)
 /* page_size - the system's, read once. */
 static size_t page_size(void)
 {
-	static size_t ps;
+	static _Atomic size_t ps;
 	size_t v = fb_load_relaxed(&ps);
 
 	if (!v) {
