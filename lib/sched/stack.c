@@ -447,7 +447,8 @@ static void pool_refill(struct fb_stack_cache *c, size_t slot)
 		if (pool[i].slot != slot)
 			continue;
 		c->s[c->nr++] = pool[i];
-		pool[i] = pool[--n];
+		if (i != --n) /* the top needs no move: the usual case */
+			pool[i] = pool[n];
 	}
 	fb_store_relaxed(&pool_nr, n);
 	fb_pool_trim_seen(&pool_trim, n);
@@ -553,7 +554,8 @@ static bool cache_take(struct fb_stack_cache *c, size_t slot,
 	for (unsigned int i = c->nr; i-- > 0;) {
 		if (c->s[i].slot == slot) {
 			*s = c->s[i];
-			c->s[i] = c->s[--c->nr];
+			if (i != --c->nr) /* as in pool_refill() */
+				c->s[i] = c->s[c->nr];
 			return true;
 		}
 	}
