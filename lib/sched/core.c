@@ -122,13 +122,6 @@ fb_noinline struct fb_worker *fb_worker_self_slow(void)
 }
 #endif
 
-struct fb_fiber *fb_current(void)
-{
-	struct fb_worker *w = fb_worker_self();
-
-	return w ? w->curr : NULL;
-}
-
 uint64_t fb_thread_id(void)
 {
 	static _Atomic uint64_t next = 1;
@@ -1059,7 +1052,8 @@ void fb_sched_exit(void)
 	struct fb_fiber *f = w->curr;
 
 	FB_COUNT(w, exits);
-	fb_fiber_exit_handoff(w, f);
+	if (fb_load_relaxed(&f->joiner)) /* else the reap's business */
+		fb_fiber_exit_handoff(w, f);
 	fb_store_relaxed(&f->state, FB_FIBER_DEAD);
 	schedule_call(w, f, SCHED_EXIT);
 	fb_die(__FILE__, __LINE__, "a dead fiber was resumed");

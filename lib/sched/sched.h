@@ -505,7 +505,12 @@ static inline struct fb_worker *fb_worker_self(void)
 struct fb_worker *fb_worker_self_slow(void);
 #define fb_worker_self() fb_worker_self_slow()
 #endif
-struct fb_fiber *fb_current(void);
+static inline struct fb_fiber *fb_current(void)
+{
+	struct fb_worker *w = fb_worker_self();
+
+	return w ? w->curr : NULL;
+}
 
 /*
  * fb_waiter_prepare - initialise @w for the caller, waiting on @obj (a
