@@ -150,8 +150,7 @@ static inline bool fb_pool_trim_early(struct fb_pool_trim *t, uint64_t now)
  * (ns), 0 when it holds no more than it keeps for good.  No lock. */
 static inline uint64_t fb_pool_trim_at(struct fb_pool_trim *t, unsigned int nr)
 {
-	return nr <= FB_POOL_KEEP ? 0 :
-				    fb_load_relaxed(&t->due);
+	return nr <= FB_POOL_KEEP ? 0 : fb_load_relaxed(&t->due);
 }
 
 /* fb_pool_trim_seen - the pool now holds @nr objects (after a take). */
