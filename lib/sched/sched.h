@@ -73,20 +73,22 @@ struct fb_fiber {
 	struct fb_stack stack;
 	void *(*fn)(void *);
 	void *arg;
-	void *retval;
+	uint64_t id;
 
+	/* What a join and the reap read, in one cache line. */
 	fiber_t self;		     /* its handle; set at create */
 	struct fb_handle_slot *slot; /* self's slot; set at create */
 	uint8_t join;		     /* FB_JOINABLE...; handle slot lock */
 	bool exited;		     /* handle slot lock */
-	int live_worker;	     /* set at create, read at reap */
+	bool abandoned;	 /* left behind by fiber_shutdown; slot->lock */
+	int live_worker; /* set at create, read at reap */
 	/* Written under the handle slot lock; peeked at without it at
 	 * exit (sched/fiber.c). */
 	struct fb_waiter *_Atomic joiner;
+	void *retval;
 
 	int fd_errno; /* errno of its last failed fd call (fiber_errno);
 			 the fiber itself */
-	uint64_t id;
 	char name[32];
 	struct fb_specific *specific; /* FIBER_KEYS_MAX values, allocated on
 					 first set; the fiber only */
@@ -105,9 +107,8 @@ struct fb_fiber {
 	 * fiber when a call reports it, and by the reaper. */
 	_Atomic int wclaim;
 	atomic_bool cancel;
-	uint64_t epoch; /* fb_rt_epoch at create */
-	bool abandoned; /* left behind by fiber_shutdown; slot->lock */
-};
+	uint64_t epoch;		/* fb_rt_epoch at create */
+} __attribute__((aligned(16))); /* whole 16-byte stores (sched/handle.c) */
 
 /*
  * What a waiter waits on, for fiber dumps and the shutdown report
