@@ -276,7 +276,7 @@ static int create(fiber_t *fiber, const struct fb_attr *attr,
 		if (rc)
 			goto fail;
 	}
-	t = fb_rt->nr_workers == 1 ? 0 : fb_sched_select_create(f);
+	t = fb_sched_select_create(f);
 	rc = stack_get(f, size, t);
 	if (rc)
 		goto fail;

@@ -1052,7 +1052,7 @@ void fb_sched_exit(void)
 	struct fb_fiber *f = w->curr;
 
 	FB_COUNT(w, exits);
-	if (fb_load_relaxed(&f->joiner)) /* else the reap's business */
+	if (fb_load_relaxed(&f->joiner)) /* see fb_fiber_exit_handoff() */
 		fb_fiber_exit_handoff(w, f);
 	fb_store_relaxed(&f->state, FB_FIBER_DEAD);
 	schedule_call(w, f, SCHED_EXIT);
@@ -1075,14 +1075,12 @@ void fb_fiber_main(void)
 
 /* ---- creation ------------------------------------------------------------ */
 
-int fb_sched_select_create(struct fb_fiber *f)
+int fb_sched_select_create_slow(struct fb_fiber *f)
 {
 	struct fb_worker *this = fb_worker_self();
 	struct fb_place_view v;
 	int t;
 
-	if (fb_rt->nr_workers == 1) /* nothing to choose */
-		return 0;
 	fb_sched_view_enter(&v);
 	if (this && fb_place_create_affine(&v, &f->pf, this->id)) {
 		/* doc/scheduler.md 1.4.6: it waits here for its creator */

@@ -62,9 +62,10 @@ void fb_fiber_exit_handoff(struct fb_worker *w, struct fb_fiber *f)
 	struct fb_handle_slot *s = f->slot;
 	struct fb_waiter *joiner;
 
-	/* No joiner yet (detached, or joined later): the reap's business.
-	 * One that comes now finds the fiber not exited and waits for it. */
-	if (!fb_load_relaxed(&f->joiner) || !fb_sched_handoff_ok(w, NULL))
+	/* The caller saw a joiner; one that leaves meanwhile (timed out)
+	 * is seen under the lock below, and one that comes later finds the
+	 * fiber not exited and waits for the reap. */
+	if (!fb_sched_handoff_ok(w, NULL))
 		return;
 	fb_spin_lock(&s->lock);
 	joiner = fb_load_relaxed(&f->joiner);

@@ -553,9 +553,10 @@ static inline void fb_waiter_prepare(struct fb_waiter *w, int kind,
  * a pthread_t can be reused, this cannot).  Context: any thread. */
 uint64_t fb_thread_id(void);
 
-/* fb_sched_select_create - the worker a new fiber @f should start on.
- * Context: any thread. */
-int fb_sched_select_create(struct fb_fiber *f);
+/* fb_sched_select_create - the worker a new fiber @f should start on
+ * (inline below, after fb_rt: one worker has nothing to choose; else
+ * fb_sched_select_create_slow()).  Context: any thread. */
+int fb_sched_select_create_slow(struct fb_fiber *f);
 /* fb_sched_enqueue_new - make NEW fiber @f runnable on worker @t.
  * Context: any thread; never switches. */
 void fb_sched_enqueue_new(struct fb_fiber *f, int t);
@@ -577,7 +578,9 @@ void fb_stack_release(struct fb_stack *s);
  * fb_fiber_exit_handoff - @f, the running fiber of @w, is about to die:
  * if its joiner is a fiber parked on @w, do the join handshake now and
  * make the joiner @w's runnext, so that the dying fiber's switch goes
- * straight to it (sched/fiber.c).  Context: fiber @f, in fb_sched_exit().
+ * straight to it (sched/fiber.c).  Context: fiber @f, in fb_sched_exit(),
+ * which calls it only when @f has a joiner (a fiber without one is the
+ * reap's business).
  */
 void fb_fiber_exit_handoff(struct fb_worker *w, struct fb_fiber *f);
 /*
@@ -771,6 +774,11 @@ struct fb_runtime {
 
 extern struct fb_runtime *fb_rt FB_HIDDEN;
 extern atomic_bool fb_rt_up;
+
+static inline int fb_sched_select_create(struct fb_fiber *f)
+{
+	return fb_rt->nr_workers == 1 ? 0 : fb_sched_select_create_slow(f);
+}
 
 /* fb_runtime_worker_node - the NUMA node of worker @worker of fb_rt. */
 static inline int fb_runtime_worker_node(int worker)
