@@ -5,7 +5,9 @@
  * share following it when it moves or leaving with it when it exits.
  *
  * Averages are read only by fibers running on the worker they describe,
- * so that the reads do not race with the owner's lock-free updates.  Time
+ * so that the reads do not race with the owner's lock-free updates.  A
+ * runtime of one worker keeps none (sched/sched.h), so the tests of one
+ * worker's averages run two and pin their fibers to worker 0.  Time
  * paces the load (a fiber spins for so many ms); the assertions compare
  * averages with each other, with margins far wider than any scheduling
  * noise of a loaded 2-vCPU machine.
@@ -201,8 +203,8 @@ static void *light(void *arg)
 }
 
 /*
- * One worker, a fiber that spins 200 us between yields and one that only
- * yields: the time goes to the spinner.  Averages sampled at ticks
+ * One worker (of two, the other idle), a fiber that spins 200 us between
+ * yields and one that only yields: the time goes to the spinner.  Averages sampled at ticks
  * charged each tick's interval to whoever ran at the tick, so the
  * yielder got a large share of the worker's utilisation; updated at
  * every switch, it gets the few hundred ns it actually runs.
@@ -212,10 +214,10 @@ static void test_switch_updates_charge_the_runner(void **state)
 	fiber_t h, l;
 
 	(void)state;
-	start(NULL, 1);
+	start(NULL, 2);
 	atomic_store(&light_stop, 0);
-	assert_int_equal(fiber_create(&l, NULL, light, NULL), 0);
-	assert_int_equal(fiber_create(&h, NULL, heavy, NULL), 0);
+	l = spawn_on(light, NULL, 0);
+	h = spawn_on(heavy, NULL, 0);
 	assert_int_equal(fiber_join(h, NULL), 0);
 	assert_int_equal(fiber_join(l, NULL), 0);
 	stop();
@@ -369,13 +371,11 @@ static int bounce_round(int round)
 	fiber_t f[2];
 
 	bounce_last = bounce_gaps = 0;
-	start(NULL, 1);
+	start(NULL, 2);
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(fiber_pipe_create(&bounce_pipe[i], 0), 0);
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(fiber_create(&f[i], NULL, bouncer,
-					      (void *)(uintptr_t)i),
-				 0);
+		f[i] = spawn_on(bouncer, (void *)(uintptr_t)i, 0);
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(fiber_join(f[i], NULL), 0);
 	for (int i = 0; i < 2; i++)
@@ -580,16 +580,86 @@ static void test_share_leaves_with_an_exiting_fiber(void **state)
 	fiber_t f, p;
 
 	(void)state;
-	start(NULL, 1);
-	assert_int_equal(fiber_create(&f, NULL, exiting, NULL), 0);
+	start(NULL, 2);
+	f = spawn_on(exiting, NULL, 0);
 	assert_int_equal(fiber_join(f, NULL), 0);
-	assert_int_equal(fiber_create(&p, NULL, probe_after_exit, NULL), 0);
+	p = spawn_on(probe_after_exit, NULL, 0);
 	assert_int_equal(fiber_join(p, NULL), 0);
 	stop();
 	print_message("# exiting %lu, worker after %lu\n", exiting_util,
 		      after_exit);
 	assert_true(exiting_util >= 700);
 	assert_true(after_exit * 4 <= exiting_util);
+}
+
+/* ---- one worker keeps none ------------------------------------------------- */
+
+static unsigned long solo_util[2], solo_worker_util;
+static uint64_t solo_ran[2], solo_before;
+
+/* A bouncer of one worker's ping-pong: 200 hand-offs, after 40 ms of
+ * running (spin_ms) on side 0; then what its averages say. */
+static void *solo_bouncer(void *arg)
+{
+	int side = (int)(uintptr_t)arg;
+	unsigned char b = 0;
+	size_t done;
+
+	if (side == 0)
+		spin_ms(40);
+	else
+		assert_int_equal(fiber_pipe_read(bounce_pipe[1], &b, 1, &done),
+				 0);
+	for (int i = 0; i < 100; i++) {
+		assert_int_equal(
+			fiber_pipe_write(bounce_pipe[!side], &b, 1, &done), 0);
+		if (side == 1 && i == 99)
+			break;
+		assert_int_equal(
+			fiber_pipe_read(bounce_pipe[side], &b, 1, &done), 0);
+	}
+	solo_util[side] = my_util() + fb_current()->pf.avg.load_avg +
+			  fb_current()->pf.avg.runnable_avg;
+	solo_ran[side] = fb_current()->pf.last_ran_ns;
+	if (side == 0)
+		solo_worker_util =
+			my_worker_util() + fb_worker_self()->pw.avg.load_avg;
+	return NULL;
+}
+
+/*
+ * With one worker no wake or creation has a choice and nothing is
+ * balanced, so the runtime keeps no load averages (sched/sched.h): a
+ * fiber that ran 40 ms and two that handed the worker to each other 200
+ * times all still read zero, and the worker too.  What fiber_dump reads,
+ * the time each last ran, is still stamped at every switch.
+ */
+static void test_one_worker_keeps_no_averages(void **state)
+{
+	fiber_t f[2];
+
+	(void)state;
+	start(NULL, 1);
+	solo_before = fb_sched_clock();
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(fiber_pipe_create(&bounce_pipe[i], 0), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(fiber_create(&f[i], NULL, solo_bouncer,
+					      (void *)(uintptr_t)i),
+				 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(fiber_join(f[i], NULL), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(fiber_pipe_destroy(bounce_pipe[i]), 0);
+	stop();
+	print_message("# bouncers %lu %lu, worker %lu\n", solo_util[0],
+		      solo_util[1], solo_worker_util);
+	assert_int_equal(solo_util[0], 0);
+	assert_int_equal(solo_util[1], 0);
+	assert_int_equal(solo_worker_util, 0);
+	/* Both parked after the 40 ms: stamped then, by hand-offs. */
+	assert_true(solo_ran[0] >= solo_before + 40 * 1000000ull);
+	assert_true(solo_ran[1] >= solo_before + 40 * 1000000ull);
 }
 
 int main(void)
@@ -602,6 +672,7 @@ int main(void)
 		TEST(test_pingpong_shares_the_worker),
 		TEST(test_share_follows_a_migrating_fiber),
 		TEST(test_share_leaves_with_an_exiting_fiber),
+		TEST(test_one_worker_keeps_no_averages),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

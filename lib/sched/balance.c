@@ -194,6 +194,12 @@ static void op_decay(void *arg, int i)
 	struct bctx *c = arg;
 	struct fb_worker *w = fb_rt->workers[i];
 
+	if (w->solo) {
+		/* No averages on one worker (sched/sched.h): none to decay. */
+		fb_place_blocked_stamp(&w->pw, c->tick);
+		fb_store_relaxed(&w->pw.has_blocked_load, false);
+		return;
+	}
 	fb_spin_lock(&w->rq_lock);
 	fb_place_decay_blocked(&w->pw, c->now, c->tick);
 	fb_spin_unlock(&w->rq_lock);
@@ -508,7 +514,9 @@ void fb_sched_balance_tick(struct fb_worker *w)
 	 * closes an interval that began when the last fiber left. */
 	sample(w, now, cur != NULL);
 	if (cur) {
-		fb_pelt_update(&cur->pf.avg, now, cur->pf.weight, true, true);
+		if (!w->solo) /* no averages on one worker (sched/sched.h) */
+			fb_pelt_update(&cur->pf.avg, now, cur->pf.weight, true,
+				       true);
 		cur->pf.last_ran_ns = now;
 	}
 	rescue_tick(w, now);

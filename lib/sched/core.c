@@ -789,7 +789,7 @@ static fb_always_inline void schedule(struct fb_worker *w,
 	fb_sched_pelt_leave(w, prev, now,
 			    mode == SCHED_YIELD || mode == SCHED_MIGRATE,
 			    mode == SCHED_PARK && handoff ? next : NULL);
-	if (fb_unlikely(mode == SCHED_EXIT)) /* its share leaves with it */
+	if (fb_unlikely(mode == SCHED_EXIT) && !w->solo) /* its share goes */
 		fb_pelt_detach(&w->pw.avg, &prev->pf.avg, prev->pf.weight);
 	if (handoff) {
 		w->runnext = NULL;
@@ -891,6 +891,19 @@ static fb_always_inline bool handoff_fast(struct fb_worker *w,
 	       !fb_test_switch_hook;
 }
 
+/*
+ * handoff_solo - handoff_fast() for the runtime's only worker, which keeps
+ * no load averages (sched/sched.h): only the switch itself must be safe.
+ * Pure loads.
+ */
+static fb_always_inline bool
+handoff_solo(struct fb_worker *w, struct fb_fiber *prev, struct fb_fiber *next)
+{
+	return next && next != prev && !fb_load_relaxed(&w->pw.wakelist) &&
+	       fb_stack_canary_ok(&prev->stack) && !fb_trace_on &&
+	       !fb_test_switch_hook;
+}
+
 void fb_fiber_park(void)
 {
 	struct fb_worker *w = fb_worker_self();
@@ -917,6 +930,17 @@ void fb_fiber_park(void)
 	w = fb_worker_self();
 	f = w->curr;
 	next = w->runnext;
+	if (w->solo) {
+		if (fb_unlikely(!handoff_solo(w, f, next))) {
+			schedule_at(w, f, SCHED_PARK, now);
+			return;
+		}
+		w->runnext = NULL;
+		f->pf.last_ran_ns = now; /* fiber_dump's "since" */
+		switch_go(w, f, next, now, false);
+		finish_fast(fb_worker_self());
+		return;
+	}
 	if (fb_unlikely(!handoff_fast(w, f, next, now, &dprev, &dnext))) {
 		schedule_at(w, f, SCHED_PARK, now);
 		return;

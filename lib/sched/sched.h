@@ -1393,6 +1393,11 @@ int fb_sched_balance_migrate_target(struct fb_worker *w, struct fb_fiber *f);
  * only the last interval with the new one, as before.  An update comes
  * at the next switch through the run queue (at most FB_RUNNEXT_STREAK
  * hand-offs later) or at the next tick.
+ *
+ * The runtime's only worker (solo) keeps no averages: with one worker a
+ * wake and a creation have nothing to choose and there is nothing to
+ * balance, so nothing would read them.  Its switches leave them as they
+ * were (zero) and stamp only last_ran_ns, which fiber_dump reads.
  */
 void fb_sched_pelt_attach(struct fb_worker *w, struct fb_fiber *f,
 			  uint64_t now);
@@ -1411,6 +1416,8 @@ static inline void fb_sched_pelt_worker(struct fb_worker *w, uint64_t now,
 	int nr = fb_load_relaxed(&w->pw.nr_running);
 	unsigned n = busy ? (unsigned)FB_MAX(nr, 1) : 0;
 
+	if (w->solo)
+		return;
 	if (fb_unlikely(w->pelt_skipped))
 		fb_sched_pelt_catch_up(w, nr);
 	if (fb_unlikely(fb_load_relaxed(&w->pw.removed.nr)))
@@ -1441,6 +1448,10 @@ static fb_always_inline void fb_sched_pelt_leave(struct fb_worker *w,
 						 uint64_t now, bool queued,
 						 const struct fb_fiber *handoff)
 {
+	if (w->solo) {
+		prev->pf.last_ran_ns = now;
+		return;
+	}
 	if (handoff && fb_sched_pelt_can_wait(w, handoff))
 		w->pelt_skipped = true;
 	else
@@ -1454,6 +1465,8 @@ static fb_always_inline void fb_sched_pelt_leave(struct fb_worker *w,
 static inline void fb_sched_pelt_enter(struct fb_worker *w,
 				       struct fb_fiber *next, uint64_t now)
 {
+	if (w->solo)
+		return;
 	if (fb_unlikely(next->pf.attached != w->id)) {
 		fb_sched_pelt_attach(w, next, now);
 		return;
