@@ -289,6 +289,119 @@ static void test_monitor_yielding_fibers_are_no_stall(void **state)
 	clear_env();
 }
 
+/* ---- one worker's hand-offs, which read no clock ------------------------ */
+
+#define SOLO_STOP 0xff
+#define SOLO_HOG 0xfe
+
+static fiber_pipe_t *solo_pipe[2];
+static atomic_bool solo_stop, solo_hog;
+
+/* solo_ping - bounce a byte with solo_pong until told to stop; then, if
+ * solo_hog, send SOLO_HOG (pong computes at once, a run begun by this
+ * fiber's hand-off), else SOLO_STOP; wait for pong's last byte. */
+static void *solo_ping(void *arg)
+{
+	unsigned char b = 0;
+	size_t done;
+
+	(void)arg;
+	while (!atomic_load(&solo_stop)) {
+		assert_int_equal(fiber_pipe_write(solo_pipe[0], &b, 1, &done),
+				 0);
+		assert_int_equal(fiber_pipe_read(solo_pipe[1], &b, 1, &done),
+				 0);
+	}
+	b = atomic_load(&solo_hog) ? SOLO_HOG : SOLO_STOP;
+	assert_int_equal(fiber_pipe_write(solo_pipe[0], &b, 1, &done), 0);
+	assert_int_equal(fiber_pipe_read(solo_pipe[1], &b, 1, &done), 0);
+	return NULL;
+}
+
+static void *solo_pong(void *arg)
+{
+	unsigned char b;
+	size_t done;
+
+	(void)arg;
+	for (;;) {
+		assert_int_equal(fiber_pipe_read(solo_pipe[0], &b, 1, &done),
+				 0);
+		if (b == SOLO_HOG)
+			hog_spin();
+		assert_int_equal(fiber_pipe_write(solo_pipe[1], &b, 1, &done),
+				 0);
+		if (b == SOLO_HOG || b == SOLO_STOP)
+			return NULL;
+	}
+}
+
+/*
+ * solo_run - one worker, LIBFIBER_STALL_MS=100: ping and pong hand the
+ * worker to each other for 300 ms; then, with @hog, pong computes
+ * without a scheduling point, in a run that ping's hand-off began, until
+ * the stall is counted (at most 10 s).  Returns the stalls counted and
+ * what the runtime wrote to stderr in *@err.
+ */
+static long long solo_run(bool hog, char **err)
+{
+	struct capture cap;
+	fiber_t f[2];
+	long long stalls;
+	uint64_t end;
+
+	clear_env();
+	setenv("LIBFIBER_STALL_MS", "100", 1);
+	capture_begin(&cap);
+	runtime_start(1);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(fiber_pipe_create(&solo_pipe[i], 0), 0);
+	atomic_store(&solo_stop, false);
+	atomic_store(&solo_hog, hog);
+	atomic_store(&release_hog, false);
+	f[1] = spawn("pong", solo_pong, NULL, -1);
+	f[0] = spawn("ping", solo_ping, NULL, -1);
+	end = now_ns() + 300 * 1000 * 1000ull;
+	while (now_ns() < end)
+		usleep(1000);
+	atomic_store(&solo_stop, true);
+	end = now_ns() + 10ull * 1000000000u;
+	while (hog && !fiber_stats_counter("stalls") && now_ns() < end)
+		usleep(1000);
+	atomic_store(&release_hog, true);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(fiber_join(f[i], NULL), 0);
+	stalls = fiber_stats_counter("stalls");
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(fiber_pipe_destroy(solo_pipe[i]), 0);
+	runtime_stop();
+	*err = capture_end(&cap);
+	clear_env();
+	return stalls;
+}
+
+/* The runs that one worker's hand-offs begin carry no clock stamp
+ * (sched/core.c): a ping-pong of them is no stall, however long it
+ * lasts, and a fiber that computes in one is reported all the same,
+ * timed from the monitor's first look at it.  (Taken as a run since time
+ * 0, each look would find the ping-pong stalled, rescue it and ask the
+ * worker for a backtrace, which only a switch in between keeps out of
+ * the report.) */
+static void test_monitor_times_one_worker_handoffs(void **state)
+{
+	char *err;
+
+	(void)state;
+	assert_int_equal(solo_run(false, &err), 0);
+	if (strstr(err, "libfiber: stall:"))
+		fail_msg("a ping-pong reported as a stall:\n%s", err);
+	free(err);
+	assert_int_equal(solo_run(true, &err), 1);
+	if (!strstr(err, "\"pong\" has run for"))
+		fail_msg("no stall report for pong:\n%s", err);
+	free(err);
+}
+
 /* ---- deadlocks ---------------------------------------------------------- */
 
 static fiber_sem_t sem_a, sem_b;
@@ -995,6 +1108,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		TEST(test_monitor_hog_is_reported_and_its_sleeper_runs_elsewhere),
 		TEST(test_monitor_yielding_fibers_are_no_stall),
+		TEST(test_monitor_times_one_worker_handoffs),
 		TEST(test_monitor_deadlock_is_reported),
 		TEST(test_monitor_deadlock_abort_aborts),
 		TEST(test_monitor_fd_waiter_is_no_deadlock),

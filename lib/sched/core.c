@@ -924,21 +924,31 @@ void fb_fiber_park(void)
 	FB_COUNT(w, parks);
 	FB_PROBE(park, f->id, w->id, fb_load_relaxed(&f->waiter)->kind,
 		 fb_load_relaxed(&f->waiter)->obj);
+	/*
+	 * The runtime's only worker hands itself to runnext without reading
+	 * the clock, which costs about as much as the rest of the hand-off:
+	 * it keeps no averages, so the clock would only stamp run_start, for
+	 * the stall monitor, which times a run whose start is 0 from its own
+	 * first look at it (sched/monitor.c), and last_ran_ns, for
+	 * fiber_dump, which takes the worker's last reading instead (its
+	 * tick's, at most FB_TICK_SWITCHES switches old).
+	 */
+	next = w->runnext;
+	if (w->solo && fb_likely(handoff_solo(w, f, next))) {
+		w->runnext = NULL;
+		f->pf.last_ran_ns = w->bal.clock_ns;
+		switch_go(w, f, next, 0, false);
+		finish_fast(fb_worker_self());
+		return;
+	}
 	now = fb_sched_clock();
 	/* The clock may be a call: nothing is kept across it, nor across
 	 * the switch, so that this function has few registers to save. */
 	w = fb_worker_self();
 	f = w->curr;
 	next = w->runnext;
-	if (w->solo) {
-		if (fb_unlikely(!handoff_solo(w, f, next))) {
-			schedule_at(w, f, SCHED_PARK, now);
-			return;
-		}
-		w->runnext = NULL;
-		f->pf.last_ran_ns = now; /* fiber_dump's "since" */
-		switch_go(w, f, next, now, false);
-		finish_fast(fb_worker_self());
+	if (w->solo) { /* no hand-off after all */
+		schedule_at(w, f, SCHED_PARK, now);
 		return;
 	}
 	if (fb_unlikely(!handoff_fast(w, f, next, now, &dprev, &dnext))) {

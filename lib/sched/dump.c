@@ -464,24 +464,30 @@ int fb_sched_dump(int fd, const char *title)
 
 		for (size_t k = 0; k < nr; k++) {
 			struct rec *x = &rec[k];
-			double for_s = clk > x->since && x->since ?
-					       (double)(clk - x->since) / 1e9 :
-					       0;
+			char for_s[32] = "";
 
+			/* No stamp: a run that a one-worker hand-off began,
+			 * which reads no clock (sched/core.c). */
+			if (x->since)
+				snprintf(for_s, sizeof(for_s), " for %.3f s",
+					 clk > x->since ?
+						 (double)(clk - x->since) /
+							 1e9 :
+						 0.0);
 			fb_escape(name, sizeof(name), x->name, strlen(x->name));
-			fb_fdprintf(
-				fd,
-				"fiber %llu \"%s\": %s on worker %d for %.3f s"
-				"%s%s\n",
-				(unsigned long long)x->id, name,
-				x->running ? "running" : state_name(x->state),
-				x->worker, for_s,
-				x->running || x->state != FB_FIBER_PARKED ?
-					"" :
-					", ",
-				x->running || x->state != FB_FIBER_PARKED ?
-					"" :
-					x->what);
+			fb_fdprintf(fd,
+				    "fiber %llu \"%s\": %s on worker %d%s"
+				    "%s%s\n",
+				    (unsigned long long)x->id, name,
+				    x->running ? "running" :
+						 state_name(x->state),
+				    x->worker, for_s,
+				    x->running || x->state != FB_FIBER_PARKED ?
+					    "" :
+					    ", ",
+				    x->running || x->state != FB_FIBER_PARKED ?
+					    "" :
+					    x->what);
 			fb_bt_print(fd, "    ", x->pc, x->nr_pc, true);
 		}
 		free(rec);

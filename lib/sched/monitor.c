@@ -12,7 +12,10 @@
  * worker's switch counter; and a count of the scheduling points that did
  * not switch (a yield with nothing else to run).  While neither moves and
  * the worker has a current fiber, that fiber has been running since
- * run_start (or since the monitor saw the last non-switching point).
+ * run_start (or since the monitor saw the last non-switching point).  A
+ * switch that leaves run_start 0 (a hand-off on the runtime's only
+ * worker, which reads no clock) is timed from the look that sees it, so
+ * such a run is found up to one look late, never early.
  *
  *  - After FB_RESCUE_NS without a scheduling point the worker counts as
  *    stalled for its fibers' sake, and the monitor takes over: it fires
@@ -535,7 +538,11 @@ static uint64_t stalls(struct fb_monitor *m)
 		if (sw != mw->switches) {
 			mw->switches = sw;
 			mw->points = pt;
+			/* 0: a one-worker hand-off, which reads no clock
+			 * (sched/core.c); timed from this look. */
 			mw->start = fb_load_relaxed(&w->run_start);
+			if (!mw->start)
+				mw->start = now;
 			mw->reported = false;
 		} else if (pt != mw->points) {
 			mw->points = pt;
