@@ -520,6 +520,28 @@ static void test_pipe_waiting_short_reads_land_exactly(void **state)
 	runtime_stop();
 }
 
+/* through_ring - write a message of @len (at most 160) bytes into
+ * pipe_, whose ring has room for it, and read it back asking for @ask
+ * (@len to 200) into a guarded buffer: it comes back whole, and nothing
+ * outside it is written.  The message's bytes go on from *@seq. */
+static void through_ring(size_t len, size_t ask, unsigned int *seq)
+{
+	uint8_t msg[160], buf[16 + 200 + 16];
+	size_t done;
+
+	for (size_t i = 0; i < len; i++)
+		msg[i] = (uint8_t)(++*seq * 7 + 1);
+	assert_int_equal(fiber_pipe_write(pipe_, msg, len, &done), 0);
+	assert_int_equal(done, len);
+	memset(buf, GUARD, sizeof(buf));
+	assert_int_equal(fiber_pipe_read(pipe_, buf + 16, ask, &done), 0);
+	assert_int_equal(done, len);
+	assert_memory_equal(buf + 16, msg, len);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		if (i < 16 || i >= 16 + len)
+			assert_int_equal(buf[i], GUARD);
+}
+
 /* Every length from 1 to 160 through the ring, at every offset of a
  * prime ring of 257 (so writes and reads wrap at each split), read back
  * into a guarded buffer: the bytes come back in order, land where the
@@ -529,27 +551,39 @@ static void test_pipe_waiting_short_reads_land_exactly(void **state)
  * overruns its count would show in the guard. */
 static void test_pipe_ring_copies_land_exactly(void **state)
 {
-	uint8_t msg[160], buf[16 + 200 + 16];
 	unsigned int seq = 0;
-	size_t done;
 
 	(void)state;
 	runtime_start(1);
 	assert_int_equal(fiber_pipe_create(&pipe_, 257), 0);
-	for (size_t len = 1; len <= sizeof(msg); len++) {
-		for (size_t i = 0; i < len; i++)
-			msg[i] = (uint8_t)(seq++ * 7 + 1);
-		assert_int_equal(fiber_pipe_write(pipe_, msg, len, &done), 0);
-		assert_int_equal(done, len);
-		memset(buf, GUARD, sizeof(buf));
-		assert_int_equal(fiber_pipe_read(pipe_, buf + 16, 200, &done),
-				 0);
-		assert_int_equal(done, len);
-		assert_memory_equal(buf + 16, msg, len);
-		for (size_t i = 0; i < sizeof(buf); i++)
-			if (i < 16 || i >= 16 + len)
-				assert_int_equal(buf[i], GUARD);
-	}
+	for (size_t len = 1; len <= 160; len++)
+		through_ring(len, 200, &seq);
+	assert_int_equal(fiber_pipe_close_read(pipe_), 0);
+	assert_int_equal(fiber_pipe_destroy(pipe_), 0);
+	runtime_stop();
+}
+
+/* Copies that end exactly at the ring's end, from the writer's side and
+ * from the reader's, copies that start at its start again, and copies
+ * that wrap by one byte: messages of 1 to 128 bytes through a ring of
+ * 256, each written and read back in turn, whose running sums land on
+ * 256 six times, then on 300 (a wrap of 44) and twice on a wrap of one
+ * byte.  Each message comes back whole and in order, and nothing past
+ * what a read took is written. */
+static void test_pipe_copies_meet_the_ring_end(void **state)
+{
+	static const size_t lens[] = {
+		128, 100, 28,  100, 100, 56,  1,  127, 128,
+		16,  112, 128, 17,  111, 128, 64, 64,  128,
+		100, 100, 100, 111, 100, 2,   1,  127, 128,
+	};
+	unsigned int seq = 0;
+
+	(void)state;
+	runtime_start(1);
+	assert_int_equal(fiber_pipe_create(&pipe_, 256), 0);
+	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++)
+		through_ring(lens[k], lens[k], &seq);
 	assert_int_equal(fiber_pipe_close_read(pipe_), 0);
 	assert_int_equal(fiber_pipe_destroy(pipe_), 0);
 	runtime_stop();
@@ -569,6 +603,7 @@ int main(void)
 		TEST(test_pipe_odd_capacity_wraps_correctly),
 		TEST(test_pipe_short_chunks_arrive_intact),
 		TEST(test_pipe_ring_copies_land_exactly),
+		TEST(test_pipe_copies_meet_the_ring_end),
 		TEST(test_pipe_64mib_random_chunks_arrive_intact),
 	};
 

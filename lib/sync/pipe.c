@@ -220,6 +220,24 @@ static inline void copy_short(unsigned char *dst, const unsigned char *src,
 	}
 }
 
+/* The longest copy that copy_inline() does (copy_b16()'s). */
+#define FB_PIPE_INLINE_COPY 128
+
+/* copy_inline - copy() of 1 to FB_PIPE_INLINE_COPY bytes, never a call, so
+ * that the fast paths that use it need no stack frame. */
+static fb_always_inline void copy_inline(unsigned char *dst,
+					 const unsigned char *src, size_t n)
+{
+	if (n <= 16)
+		copy_short(dst, src, n);
+	else if (n <= 32)
+		copy_b16(dst, src, n, 1);
+	else if (n <= 64)
+		copy_b16(dst, src, n, 2);
+	else
+		copy_b16(dst, src, n, 4);
+}
+
 /* Copy up to @len bytes from @src to the tail of the ring; returns how
  * many fitted.  @p->lock held. */
 static fb_always_inline size_t ring_put(struct fb_pipe *p,
@@ -423,16 +441,42 @@ int fiber_pipe_destroy(fiber_pipe_t *pipe)
 	return 0;
 }
 
-/* read_ring - the end of a read that finds bytes (or end of stream, or
- * asks for none): take them and wake a writer waiting for the room.
- * @p->lock held; released here. */
-static fb_noinline int read_ring(struct fb_pipe *p, void *buf, size_t len,
-				 size_t *done)
+/* read_ring_all - read_ring()'s general case: any length, a copy that
+ * wraps, a writer to wake.  @p->lock held; released here. */
+static fb_noinline int read_ring_all(struct fb_pipe *p, void *buf, size_t len,
+				     size_t *done)
 {
 	size_t n = ring_get(p, buf, len);
 
 	if (n)
 		wake_writer(p);
+	fb_spin_unlock(&p->lock);
+	*done = n;
+	return 0;
+}
+
+/*
+ * read_ring - the end of a read that finds bytes (or end of stream, or
+ * asks for none): take them and wake a writer waiting for the room.
+ * A fan-in's read (hackbench's: a message of up to 128 bytes out of a
+ * ring that holds more, nobody to wake) runs here without a stack frame
+ * or a call; the rest is read_ring_all()'s, as a tail call.  @p->lock
+ * held; released here.
+ */
+static fb_noinline int read_ring(struct fb_pipe *p, void *buf, size_t len,
+				 size_t *done)
+{
+	size_t n = FB_MIN(len, p->count), head = p->head;
+
+	if (fb_unlikely(n - 1 >= FB_PIPE_INLINE_COPY ||
+			n > p->capacity - head || !fb_list_empty(&p->writers)))
+		return read_ring_all(p, buf, len, done);
+	copy_inline(buf, p->ring + head, n);
+	head += n;
+	if (head == p->capacity)
+		head = 0;
+	p->head = head;
+	p->count -= n;
 	fb_spin_unlock(&p->lock);
 	*done = n;
 	return 0;
@@ -595,6 +639,18 @@ static fb_noinline int write_locked(struct fb_pipe *p, const unsigned char *src,
 	return err;
 }
 
+/* write_ring_all - write_ring()'s copy when it is long or wraps.
+ * @p->lock held; released here. */
+static fb_noinline int write_ring_all(struct fb_pipe *p,
+				      const unsigned char *src, size_t len,
+				      size_t *done)
+{
+	ring_put(p, src, len);
+	fb_spin_unlock(&p->lock);
+	*done = len;
+	return 0;
+}
+
 /*
  * write_ring - a write with @p->lock held, released here, that no queued
  * reader takes: the fan-out's case, a message into a ring with room.
@@ -602,18 +658,28 @@ static fb_noinline int write_locked(struct fb_pipe *p, const unsigned char *src,
  * reader nor a writer queued (so nobody is to be woken, and no writer
  * waits for the room this takes); anything else is write_locked()'s.
  * Out of line from write_until(), and without write_locked()'s waiter
- * on its frame.
+ * on its frame; a copy of up to 128 bytes that does not wrap needs no
+ * frame at all (the rest goes on in write_ring_all(), a tail call).
  */
 static fb_noinline int write_ring(struct fb_pipe *p, const unsigned char *src,
 				  size_t len, size_t *done, uint64_t deadline)
 {
+	size_t tail;
+
 	if (fb_unlikely(p->write_closed || p->read_closed ||
 			!fb_list_empty(&p->readers) ||
 			!fb_list_empty(&p->writers) ||
 			len > p->capacity - p->count ||
 			(p->populated < p->capacity && ring_unbacked(p, len))))
 		return write_locked(p, src, len, done, deadline);
-	ring_put(p, src, len);
+	tail = p->head + p->count;
+	if (tail >= p->capacity)
+		tail -= p->capacity;
+	if (fb_unlikely(len - 1 >= FB_PIPE_INLINE_COPY ||
+			len > p->capacity - tail))
+		return write_ring_all(p, src, len, done);
+	copy_inline(p->ring + tail, src, len);
+	p->count += len;
 	fb_spin_unlock(&p->lock);
 	*done = len;
 	return 0;
