@@ -28,7 +28,7 @@
 /* Counted while @counting: calls of the allocator behind descriptors, of
  * the stack mapper and of the stack cache. */
 static atomic_bool counting;
-static atomic_long nr_allocs, nr_maps, nr_cache_gets;
+static atomic_long nr_allocs, nr_maps, nr_cache_gets, nr_cache_puts;
 
 void *__real_fb_aligned_alloc(size_t align, size_t size);
 void *__wrap_fb_aligned_alloc(size_t align, size_t size);
@@ -38,6 +38,15 @@ bool __real_fb_stack_cache_get(struct fb_stack_cache *c, size_t size,
 			       struct fb_stack *s);
 bool __wrap_fb_stack_cache_get(struct fb_stack_cache *c, size_t size,
 			       struct fb_stack *s);
+void __real_fb_stack_cache_put(struct fb_stack_cache *c, struct fb_stack *s);
+void __wrap_fb_stack_cache_put(struct fb_stack_cache *c, struct fb_stack *s);
+
+void __wrap_fb_stack_cache_put(struct fb_stack_cache *c, struct fb_stack *s)
+{
+	if (atomic_load(&counting))
+		atomic_fetch_add(&nr_cache_puts, 1);
+	__real_fb_stack_cache_put(c, s);
+}
 
 bool __wrap_fb_stack_cache_get(struct fb_stack_cache *c, size_t size,
 			       struct fb_stack *s)
@@ -152,6 +161,21 @@ static void test_cache_warm_burst_allocates_nothing(void **state)
 			 BURST, atomic_load(&nr_allocs), atomic_load(&nr_maps));
 }
 
+/* assert_stacks_stay_put - run @fn in a fresh one-worker runtime: the
+ * creates it counts map no stack and take none from the stack cache, and
+ * no fiber gives its stack to that cache. */
+static void assert_stacks_stay_put(void *(*fn)(void *))
+{
+	atomic_store(&nr_cache_gets, 0);
+	atomic_store(&nr_cache_puts, 0);
+	atomic_store(&nr_maps, 0);
+	run_fiber(fn, NULL);
+	runtime_stop();
+	assert_int_equal(atomic_load(&nr_maps), 0);
+	assert_int_equal(atomic_load(&nr_cache_gets), 0);
+	assert_int_equal(atomic_load(&nr_cache_puts), 0);
+}
+
 /* One at a time, each joined at once: the descriptor the join releases
  * brings the stack to the next create. */
 static void *one_at_a_time(void *arg)
@@ -172,15 +196,50 @@ static void *one_at_a_time(void *arg)
 	return (void *)bad;
 }
 
+/* A burst whose fibers exit before they are joined, as those of a batch
+ * joined in turn do, counted after a warm one: the exited fibers keep
+ * their stacks until the joins, which bring them to the next creates with
+ * their descriptors, so the stack cache sees none of them. */
+static void test_cache_unjoined_fibers_keep_their_stacks(void **state)
+{
+	(void)state;
+	assert_stacks_stay_put(bursts);
+}
+
+/* Two bursts of 3,000 counted, after a warm one.  In each, the first
+ * fiber's joiner waits for it, and of the 2,999 that exit before their
+ * joins, the first FB_KEPT_STACKS_MAX keep their stacks and the others
+ * give them to the stack cache; the joins take the kept ones off the
+ * count, so the second burst keeps as many as the first. */
+static void *big_bursts_kept(void *arg)
+{
+	long bad = burst_of(BIG_BURST), *puts = arg; /* warm */
+
+	for (int i = 0; i < 2; i++) {
+		atomic_store(&nr_cache_puts, 0);
+		atomic_store(&counting, true);
+		bad += burst_of(BIG_BURST);
+		atomic_store(&counting, false);
+		puts[i] = atomic_load(&nr_cache_puts);
+	}
+	return (void *)bad;
+}
+
+static void test_cache_kept_stacks_are_bounded(void **state)
+{
+	long puts[2];
+
+	(void)state;
+	run_fiber(big_bursts_kept, puts);
+	runtime_stop();
+	assert_int_equal(puts[0], BIG_BURST - 1 - FB_KEPT_STACKS_MAX);
+	assert_int_equal(puts[1], BIG_BURST - 1 - FB_KEPT_STACKS_MAX);
+}
+
 static void test_cache_joined_fiber_leaves_its_stack(void **state)
 {
 	(void)state;
-	atomic_store(&nr_cache_gets, 0);
-	atomic_store(&nr_maps, 0);
-	run_fiber(one_at_a_time, NULL);
-	runtime_stop();
-	assert_int_equal(atomic_load(&nr_maps), 0);
-	assert_int_equal(atomic_load(&nr_cache_gets), 0);
+	assert_stacks_stay_put(one_at_a_time);
 }
 
 /* A burst three times what the pools keep for good: the pools grew with
@@ -407,6 +466,8 @@ int main(void)
 		TEST(test_cache_idle_runtime_trims_a_burst),
 		TEST(test_cache_busy_runtime_trims_a_burst),
 		TEST(test_cache_joined_fiber_leaves_its_stack),
+		TEST(test_cache_unjoined_fibers_keep_their_stacks),
+		TEST(test_cache_kept_stacks_are_bounded),
 		TEST(test_stack_tops_are_spread_over_cache_sets),
 	};
 

@@ -83,13 +83,15 @@ void fb_fiber_exit_handoff(struct fb_worker *w, struct fb_fiber *f)
 }
 
 /*
- * The stack.  A descriptor released at once (detached, or its joiner is
- * there) keeps its stack, which goes with it to the descriptor caches
- * (sched/handle.c) and serves the next create that takes it: one cache
- * operation instead of two per fiber.  A fiber that nobody joins yet
- * gives its stack to this worker's stack cache, under the slot lock's
- * protection: a join that comes once the lock is dropped may free the
- * descriptor at once.
+ * The stack.  A descriptor keeps its stack, which goes with it to the
+ * descriptor caches (sched/handle.c) when it is released and serves the
+ * next create that takes it: one cache operation instead of two per
+ * fiber.  That holds for a descriptor released at once (detached, or its
+ * joiner is there) and for a fiber that nobody joins yet, as a thread's
+ * stack stays until pthread_join(), up to a bound per reaping worker
+ * (fb_fiber_keep_stack): past it, such a fiber gives its stack to this
+ * worker's stack cache, under the slot lock's protection, since a join
+ * that comes once the lock is dropped may free the descriptor at once.
  */
 void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 {
@@ -115,7 +117,7 @@ void fb_fiber_reap(struct fb_worker *w, struct fb_fiber *f)
 	free_it = f->join == FB_DETACHED;
 	if (joiner || free_it) {
 		fb_handle_retire_locked(s);
-	} else {
+	} else if (!fb_fiber_keep_stack(w, f)) {
 		stack = f->stack;
 		f->stack.map = NULL;
 	}

@@ -125,12 +125,19 @@
 struct fb_handle_slot
 	*_Atomic fb_handle_chunks[FB_HANDLE_SLOTS / FB_HANDLE_CHUNK];
 
-/* A worker's cache; its owner only. */
+/* A worker's cache; its owner only, but for @kept_stacks. */
 struct handle_cache {
 	struct fb_fiber *fibers; /* released descriptors, via wl_next */
 	uint32_t nr_fibers;
 	uint32_t bare; /* first bare slot (via slot->next), if nr_bare > 0 */
 	uint32_t nr_bare;
+	/* Exited fibers reaped here that keep their stacks: the owner adds
+	 * and takes away with a relaxed load and store, other threads take
+	 * away with an atomic subtraction.  A subtraction that falls between
+	 * the owner's load and store is lost, so the count is never below
+	 * the truth, only above it: the worker then keeps fewer stacks than
+	 * it could, never more than FB_KEPT_STACKS_MAX. */
+	_Atomic uint32_t kept_stacks;
 } fb_cacheline_aligned;
 
 static struct handle_cache caches[FIBER_WORKERS_MAX];
@@ -488,9 +495,40 @@ static fb_noinline void free_foreign(struct fb_fiber *f)
  * both in its cache; a foreign thread frees the descriptor.
  * Context: any thread; may take global_lock; never switches.
  */
+bool fb_fiber_keep_stack(struct fb_worker *w, struct fb_fiber *f)
+{
+	struct handle_cache *c = &caches[w->id];
+	uint32_t n = fb_load_relaxed(&c->kept_stacks);
+
+	if (n >= FB_KEPT_STACKS_MAX)
+		return false;
+	fb_store_relaxed(&c->kept_stacks, n + 1);
+	f->stack_keeper = (uint16_t)(w->id + 1);
+	return true;
+}
+
+/* unkeep_stack - @f, whose stack its reaper let it keep, is released by
+ * the owner of cache @self (NULL: a foreign thread): take it off its
+ * reaper's count (see handle_cache). */
+static void unkeep_stack(struct handle_cache *self, struct fb_fiber *f)
+{
+	struct handle_cache *k = &caches[f->stack_keeper - 1];
+
+	f->stack_keeper = 0;
+	if (k == self)
+		fb_store_relaxed(&k->kept_stacks,
+				 fb_load_relaxed(&k->kept_stacks) - 1);
+	else
+		atomic_fetch_sub_explicit(&k->kept_stacks, 1,
+					  memory_order_relaxed);
+}
+
 void fb_fiber_free(struct fb_fiber *f)
 {
 	struct handle_cache *c = cache_self();
+
+	if (f->stack_keeper)
+		unkeep_stack(c, f);
 
 	if (fb_unlikely(f->pf.allowed)) {
 		fb_free(f->pf.allowed);

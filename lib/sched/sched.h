@@ -90,6 +90,10 @@ struct fb_fiber {
 	int fd_errno; /* errno of its last failed fd call (fiber_errno);
 			 the fiber itself */
 	char name[32];
+	/* 1 + the id of the worker that reaped it, exited and not joined
+	 * yet, and let it keep its stack (fb_fiber_keep_stack); 0 if none.
+	 * Under the handle slot lock, then the releaser's. */
+	uint16_t stack_keeper;
 	struct fb_specific *specific; /* FIBER_KEYS_MAX values, allocated on
 					 first set; the fiber only */
 	uint64_t last_ran_ns;
@@ -616,6 +620,21 @@ void fb_rt_atfork_child(void);
  * never published.  Context: any thread; never switches. */
 struct fb_fiber *fb_fiber_alloc(void);
 void fb_fiber_free(struct fb_fiber *f);
+/*
+ * The most exited fibers reaped on one worker, not joined yet, that keep
+ * their stacks until they are (fb_fiber_keep_stack); the next ones give
+ * their stacks to the worker's stack cache.  Picked: a batch of a thousand
+ * joined in turn keeps them all, while a guarded stack's two mappings per
+ * fiber held that way stay a few thousand per worker (vm.max_map_count is
+ * 65,530 by default), out of reach of the pools' trim and of the retry of
+ * a refused mapping.
+ */
+#define FB_KEPT_STACKS_MAX 1024
+/* fb_fiber_keep_stack - may exited fiber @f, which worker @w reaps and
+ * nobody joins yet, keep its stack until it is released?  Counts it
+ * against @w's bound if so (sched/handle.c); fb_fiber_free() uncounts it.
+ * Context: worker @w, @f's handle slot lock held. */
+bool fb_fiber_keep_stack(struct fb_worker *w, struct fb_fiber *f);
 /* fb_fiber_pool_trim - give back at @now what fb_pool_trim_count() says
  * of the descriptor pool, with their stacks, at most @max.  Return: how
  * many.  Context: as fb_stack_pool_trim(). */
