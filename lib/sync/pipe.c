@@ -162,39 +162,6 @@ static fb_always_inline void copy_b16(unsigned char *dst,
 	}
 }
 
-/* copy - memcpy() of @n bytes between buffers that do not overlap, with
- * the short ones inline: a pipe's messages are often a few bytes (a token,
- * a length) or a few lines (hackbench's 100), and overlapping loads and
- * stores from both ends are cheaper than the call; an empty copy costs a
- * test. */
-static inline void copy(unsigned char *dst, const unsigned char *src, size_t n)
-{
-	if (n > 16 && n <= 128) {
-		if (n <= 32)
-			copy_b16(dst, src, n, 1);
-		else if (n <= 64)
-			copy_b16(dst, src, n, 2);
-		else
-			copy_b16(dst, src, n, 4);
-	} else if (n >= 4 && n <= 8) {
-		uint32_t a, b;
-
-		memcpy(&a, src, 4);
-		memcpy(&b, src + n - 4, 4);
-		memcpy(dst, &a, 4);
-		memcpy(dst + n - 4, &b, 4);
-	} else if (n > 8 && n <= 16) {
-		uint64_t a, b;
-
-		memcpy(&a, src, 8);
-		memcpy(&b, src + n - 8, 8);
-		memcpy(dst, &a, 8);
-		memcpy(dst + n - 8, &b, 8);
-	} else if (n) {
-		memcpy(dst, src, n);
-	}
-}
-
 /* copy_short - copy() of 1 to 16 bytes, never a call: overlapping loads
  * and stores of the two widest words that fit. */
 static inline void copy_short(unsigned char *dst, const unsigned char *src,
@@ -236,6 +203,19 @@ static fb_always_inline void copy_inline(unsigned char *dst,
 		copy_b16(dst, src, n, 2);
 	else
 		copy_b16(dst, src, n, 4);
+}
+
+/* copy - memcpy() of @n bytes between buffers that do not overlap, with
+ * the short ones inline: a pipe's messages are often a few bytes (a token,
+ * a length) or a few lines (hackbench's 100), and overlapping loads and
+ * stores from both ends are cheaper than the call; an empty copy costs a
+ * test. */
+static inline void copy(unsigned char *dst, const unsigned char *src, size_t n)
+{
+	if (n - 1 < FB_PIPE_INLINE_COPY)
+		copy_inline(dst, src, n);
+	else if (n)
+		memcpy(dst, src, n);
 }
 
 /* Copy up to @len bytes from @src to the tail of the ring; returns how
