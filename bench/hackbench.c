@@ -142,10 +142,13 @@ static unsigned long pipe_of(const struct member *m, unsigned long receiver)
 	return m->group * m->o->fds + receiver;
 }
 
-/* Fiber transport. */
+/* Fiber transport.  Inlined into the members (see send_all()), as the
+ * pipe calls are, so that a message costs the library's call and not
+ * one more of this program's around it. */
 
-static int fpipe_send(const struct run *run, unsigned long pipe,
-		      const void *buf, size_t len)
+static inline __attribute__((always_inline)) int
+fpipe_send(const struct run *run, unsigned long pipe, const void *buf,
+	   size_t len)
 {
 	size_t done = 0;
 	int err = fiber_pipe_write(run->fpipe[pipe], buf, len, &done);
@@ -153,8 +156,9 @@ static int fpipe_send(const struct run *run, unsigned long pipe,
 	return !err && done != len ? EIO : err;
 }
 
-static int fpipe_recv(const struct run *run, unsigned long pipe, void *buf,
-		      size_t len, size_t *got)
+static inline __attribute__((always_inline)) int
+fpipe_recv(const struct run *run, unsigned long pipe, void *buf, size_t len,
+	   size_t *got)
 {
 	*got = 0;
 	return fiber_pipe_read(run->fpipe[pipe], buf, len, got);
@@ -212,13 +216,16 @@ static const struct transport thread_transport = {
 };
 
 /*
- * The members, common to both transports.  Inline, and instantiated once
- * per transport below, so that a message costs a direct call of the
- * transport, with the member's constants in registers: the figure is the
- * runtime's, not this loop's.
+ * The members, common to both transports.  Inlined whatever gcc's size
+ * limits (plain "inline" was not: each message went through the
+ * transport's function pointer and one more call frame), and instantiated
+ * once per transport below, so that a message costs the transport's own
+ * call -- fiber_pipe_write(), write(2) -- with the member's constants in
+ * registers: the figure is the runtime's, not this loop's.
  */
 
-static inline void send_all(struct member *m, const struct transport *tp)
+static inline __attribute__((always_inline)) void
+send_all(struct member *m, const struct transport *tp)
 {
 	const struct run *run = m->run;
 	unsigned long i, r, fds = m->o->fds, loops = m->o->loops;
@@ -244,7 +251,8 @@ static inline void send_all(struct member *m, const struct transport *tp)
 	m->err = err;
 }
 
-static inline void recv_all(struct member *m, const struct transport *tp)
+static inline __attribute__((always_inline)) void
+recv_all(struct member *m, const struct transport *tp)
 {
 	const struct run *run = m->run;
 	unsigned long pipe = pipe_of(m, m->index);
