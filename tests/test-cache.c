@@ -236,6 +236,85 @@ static void test_cache_kept_stacks_are_bounded(void **state)
 	assert_int_equal(puts[1], BIG_BURST - 1 - FB_KEPT_STACKS_MAX);
 }
 
+/* Fibers that exit on worker 1 unjoined and are joined elsewhere: by a
+ * fiber on worker 0, or by a thread that is not a worker.  Bursts of
+ * CROSS_BURST, CROSS_ROUNDS of each: the remote joins take the kept
+ * stacks off worker 1's count (atomically), so it never reaches
+ * FB_KEPT_STACKS_MAX and no exited fiber gives its stack to a cache;
+ * joins that did not would fill it by the third burst. */
+#define CROSS_BURST 500
+#define CROSS_ROUNDS 4
+static atomic_long nr_exited;
+
+static void *count_exit(void *arg)
+{
+	atomic_fetch_add(&nr_exited, 1);
+	return arg;
+}
+
+/* cross_burst - CROSS_BURST fibers on worker 1, joined by the caller once
+ * they have all exited; the number of failed checks. */
+static long cross_burst(void)
+{
+	static fiber_t f[CROSS_BURST];
+	fiber_attr_t a;
+	cpu_set_t set;
+	long bad = 0;
+	void *r;
+
+	fiber_attr_init(&a);
+	CPU_ZERO(&set);
+	CPU_SET(1, &set);
+	assert_int_equal(fiber_attr_setaffinity(&a, sizeof(set), &set), 0);
+	atomic_store(&nr_exited, 0);
+	for (long i = 0; i < CROSS_BURST; i++)
+		if (fiber_create(&f[i], &a, count_exit, (void *)i))
+			bad++;
+	fiber_attr_destroy(&a);
+	while (atomic_load(&nr_exited) < CROSS_BURST - bad)
+		if (fiber_yield() == EPERM) /* not a fiber */
+			usleep(1000);
+	for (long i = 0; i < CROSS_BURST; i++)
+		if (fiber_join(f[i], &r) || r != (void *)i)
+			bad++;
+	return bad;
+}
+
+static void *cross_bursts(void *arg)
+{
+	long bad = 0;
+
+	(void)arg;
+	for (int i = 0; i < CROSS_ROUNDS; i++)
+		bad += cross_burst();
+	return (void *)bad;
+}
+
+static void test_cache_remote_joins_uncount_kept_stacks(void **state)
+{
+	fiber_attr_t a;
+	cpu_set_t set;
+	fiber_t f;
+	void *r;
+
+	(void)state;
+	runtime_start(2);
+	atomic_store(&nr_cache_puts, 0);
+	atomic_store(&counting, true);
+	fiber_attr_init(&a);
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	assert_int_equal(fiber_attr_setaffinity(&a, sizeof(set), &set), 0);
+	assert_int_equal(fiber_create(&f, &a, cross_bursts, NULL), 0);
+	fiber_attr_destroy(&a);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_int_equal((long)r, 0);
+	assert_int_equal((long)cross_bursts(NULL), 0);
+	atomic_store(&counting, false);
+	runtime_stop();
+	assert_int_equal(atomic_load(&nr_cache_puts), 0);
+}
+
 static void test_cache_joined_fiber_leaves_its_stack(void **state)
 {
 	(void)state;
@@ -468,6 +547,7 @@ int main(void)
 		TEST(test_cache_joined_fiber_leaves_its_stack),
 		TEST(test_cache_unjoined_fibers_keep_their_stacks),
 		TEST(test_cache_kept_stacks_are_bounded),
+		TEST(test_cache_remote_joins_uncount_kept_stacks),
 		TEST(test_stack_tops_are_spread_over_cache_sets),
 	};
 
