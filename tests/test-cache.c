@@ -236,6 +236,20 @@ static void test_cache_kept_stacks_are_bounded(void **state)
 	assert_int_equal(puts[1], BIG_BURST - 1 - FB_KEPT_STACKS_MAX);
 }
 
+/* The bound per worker: FB_KEPT_STACKS_MAX up to eight workers, then
+ * FB_KEPT_STACKS_TOTAL shared, down to 8 each for the most workers. */
+static void test_cache_kept_stacks_bound_per_worker(void **state)
+{
+	(void)state;
+	assert_int_equal(fb_kept_stacks_max(1), 1024);
+	assert_int_equal(fb_kept_stacks_max(8), 1024);
+	assert_int_equal(fb_kept_stacks_max(16), 512);
+	assert_int_equal(fb_kept_stacks_max(64), 128);
+	assert_int_equal(fb_kept_stacks_max(FIBER_WORKERS_MAX), 8);
+	assert_true(fb_kept_stacks_max(FIBER_WORKERS_MAX) * FIBER_WORKERS_MAX <=
+		    FB_KEPT_STACKS_TOTAL);
+}
+
 /* Fibers that exit on worker 1 unjoined and are joined elsewhere: by a
  * fiber on worker 0, or by a thread that is not a worker.  Bursts of
  * CROSS_BURST, CROSS_ROUNDS of each: the remote joins take the kept
@@ -244,6 +258,9 @@ static void test_cache_kept_stacks_are_bounded(void **state)
  * joins that did not would fill it by the third burst. */
 #define CROSS_BURST 500
 #define CROSS_ROUNDS 4
+/* The burst of test_cache_kept_stacks_shared_by_workers, and the most
+ * pinned_burst() makes. */
+#define SHARED_BURST 1000
 static atomic_long nr_exited;
 
 static void *count_exit(void *arg)
@@ -252,11 +269,12 @@ static void *count_exit(void *arg)
 	return arg;
 }
 
-/* cross_burst - CROSS_BURST fibers on worker 1, joined by the caller once
- * they have all exited; the number of failed checks. */
-static long cross_burst(void)
+/* pinned_burst - @n (at most SHARED_BURST) fibers on worker @worker,
+ * joined by the caller once they have all exited; the number of failed
+ * checks. */
+static long pinned_burst(int worker, long n)
 {
-	static fiber_t f[CROSS_BURST];
+	static fiber_t f[SHARED_BURST];
 	fiber_attr_t a;
 	cpu_set_t set;
 	long bad = 0;
@@ -264,17 +282,17 @@ static long cross_burst(void)
 
 	fiber_attr_init(&a);
 	CPU_ZERO(&set);
-	CPU_SET(1, &set);
+	CPU_SET(worker, &set);
 	assert_int_equal(fiber_attr_setaffinity(&a, sizeof(set), &set), 0);
 	atomic_store(&nr_exited, 0);
-	for (long i = 0; i < CROSS_BURST; i++)
+	for (long i = 0; i < n; i++)
 		if (fiber_create(&f[i], &a, count_exit, (void *)i))
 			bad++;
 	fiber_attr_destroy(&a);
-	while (atomic_load(&nr_exited) < CROSS_BURST - bad)
+	while (atomic_load(&nr_exited) < n - bad)
 		if (fiber_yield() == EPERM) /* not a fiber */
 			usleep(1000);
-	for (long i = 0; i < CROSS_BURST; i++)
+	for (long i = 0; i < n; i++)
 		if (fiber_join(f[i], &r) || r != (void *)i)
 			bad++;
 	return bad;
@@ -286,7 +304,7 @@ static void *cross_bursts(void *arg)
 
 	(void)arg;
 	for (int i = 0; i < CROSS_ROUNDS; i++)
-		bad += cross_burst();
+		bad += pinned_burst(1, CROSS_BURST);
 	return (void *)bad;
 }
 
@@ -313,6 +331,43 @@ static void test_cache_remote_joins_uncount_kept_stacks(void **state)
 	atomic_store(&counting, false);
 	runtime_stop();
 	assert_int_equal(atomic_load(&nr_cache_puts), 0);
+}
+
+/* A runtime of 16 workers: 1,000 fibers that exit on worker 0 before a
+ * fiber there joins them keep 512 stacks, and the other 488 give theirs
+ * to the cache. */
+static void *burst_kept(void *arg)
+{
+	long bad;
+
+	atomic_store(&nr_cache_puts, 0);
+	atomic_store(&counting, true);
+	bad = pinned_burst(0, SHARED_BURST);
+	atomic_store(&counting, false);
+	*(long *)arg = atomic_load(&nr_cache_puts);
+	return (void *)bad;
+}
+
+static void test_cache_kept_stacks_shared_by_workers(void **state)
+{
+	fiber_attr_t a;
+	cpu_set_t set;
+	long puts = -1;
+	fiber_t f;
+	void *r;
+
+	(void)state;
+	runtime_start(16);
+	fiber_attr_init(&a);
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	assert_int_equal(fiber_attr_setaffinity(&a, sizeof(set), &set), 0);
+	assert_int_equal(fiber_create(&f, &a, burst_kept, &puts), 0);
+	fiber_attr_destroy(&a);
+	assert_int_equal(fiber_join(f, &r), 0);
+	runtime_stop();
+	assert_int_equal((long)r, 0);
+	assert_int_equal(puts, SHARED_BURST - fb_kept_stacks_max(16));
 }
 
 static void test_cache_joined_fiber_leaves_its_stack(void **state)
@@ -548,6 +603,8 @@ int main(void)
 		TEST(test_cache_unjoined_fibers_keep_their_stacks),
 		TEST(test_cache_kept_stacks_are_bounded),
 		TEST(test_cache_remote_joins_uncount_kept_stacks),
+		TEST(test_cache_kept_stacks_bound_per_worker),
+		TEST(test_cache_kept_stacks_shared_by_workers),
 		TEST(test_stack_tops_are_spread_over_cache_sets),
 	};
 

@@ -136,7 +136,7 @@ struct handle_cache {
 	 * away with an atomic subtraction.  A subtraction that falls between
 	 * the owner's load and store is lost, so the count is never below
 	 * the truth, only above it: the worker then keeps fewer stacks than
-	 * it could, never more than FB_KEPT_STACKS_MAX. */
+	 * it could, never more than fb_rt->kept_stacks_max. */
 	_Atomic uint32_t kept_stacks;
 } fb_cacheline_aligned;
 
@@ -500,7 +500,7 @@ bool fb_fiber_keep_stack(struct fb_worker *w, struct fb_fiber *f)
 	struct handle_cache *c = &caches[w->id];
 	uint32_t n = fb_load_relaxed(&c->kept_stacks);
 
-	if (n >= FB_KEPT_STACKS_MAX)
+	if (n >= fb_rt->kept_stacks_max)
 		return false;
 	fb_store_relaxed(&c->kept_stacks, n + 1);
 	f->stack_keeper = (uint16_t)(w->id + 1);

@@ -100,6 +100,7 @@ int fb_runtime_create(const struct fb_sched_params *p, struct fb_topo *topo,
 		CPU_ZERO(&r->cpus);
 	r->nr_workers = p->nr_workers;
 	r->poll_ns = p->poll_ns;
+	r->kept_stacks_max = fb_kept_stacks_max(r->nr_workers);
 	r->workers = fb_calloc((size_t)r->nr_workers, sizeof(*r->workers));
 	r->pws = fb_calloc((size_t)r->nr_workers, sizeof(*r->pws));
 	if (!r->workers || !r->pws)

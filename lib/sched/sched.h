@@ -621,15 +621,25 @@ void fb_rt_atfork_child(void);
 struct fb_fiber *fb_fiber_alloc(void);
 void fb_fiber_free(struct fb_fiber *f);
 /*
- * The most exited fibers reaped on one worker, not joined yet, that keep
- * their stacks until they are (fb_fiber_keep_stack); the next ones give
- * their stacks to the worker's stack cache.  Picked: a batch of a thousand
- * joined in turn keeps them all, while a guarded stack's two mappings per
- * fiber held that way stay a few thousand per worker (vm.max_map_count is
- * 65,530 by default), out of reach of the pools' trim and of the retry of
- * a refused mapping.
+ * Exited fibers, not joined yet, that keep their stacks until they are
+ * (fb_fiber_keep_stack): at most FB_KEPT_STACKS_MAX reaped on one worker,
+ * and FB_KEPT_STACKS_TOTAL in the runtime, split evenly among its workers
+ * (fb_kept_stacks_max); the next ones give their stacks to the reaping
+ * worker's stack cache.  Picked: a batch of a thousand joined in turn
+ * keeps them all on a machine of up to eight workers, while a guarded
+ * stack's two mappings per fiber held that way, out of reach of the
+ * pools' trim and of the retry of a refused mapping, stay at most 16,384
+ * however many workers there are (vm.max_map_count is 65,530 by default).
  */
 #define FB_KEPT_STACKS_MAX 1024
+#define FB_KEPT_STACKS_TOTAL 8192
+/* fb_kept_stacks_max - the bound per worker of a runtime of @nr_workers
+ * (at least 1).  Pure. */
+static inline unsigned int fb_kept_stacks_max(int nr_workers)
+{
+	return FB_MIN(FB_KEPT_STACKS_MAX,
+		      FB_KEPT_STACKS_TOTAL / (unsigned int)nr_workers);
+}
 /* fb_fiber_keep_stack - may exited fiber @f, which worker @w reaps and
  * nobody joins yet, keep its stack until it is released?  Counts it
  * against @w's bound if so (sched/handle.c); fb_fiber_free() uncounts it.
@@ -779,6 +789,7 @@ struct fb_runtime {
 	struct fb_topo *topo;
 	struct fb_sched_params params;
 	uint64_t poll_ns;
+	unsigned int kept_stacks_max; /* fb_kept_stacks_max(nr_workers) */
 	atomic_int nr_sleepers; /* workers asleep in futex or epoll; polling
 				   ones steal by themselves, so a global
 				   count of them would only cost a shared
