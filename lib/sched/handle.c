@@ -489,12 +489,6 @@ static fb_noinline void free_foreign(struct fb_fiber *f)
 	put_global(i, i);
 }
 
-/*
- * fb_fiber_free - release @f with the slot of its handle, which must be
- * retired (fb_handle_retire_locked) or never published.  A worker keeps
- * both in its cache; a foreign thread frees the descriptor.
- * Context: any thread; may take global_lock; never switches.
- */
 bool fb_fiber_keep_stack(struct fb_worker *w, struct fb_fiber *f)
 {
 	struct handle_cache *c = &caches[w->id];
@@ -523,13 +517,18 @@ static void unkeep_stack(struct handle_cache *self, struct fb_fiber *f)
 					  memory_order_relaxed);
 }
 
+/*
+ * fb_fiber_free - release @f with the slot of its handle, which must be
+ * retired (fb_handle_retire_locked) or never published.  A worker keeps
+ * both in its cache; a foreign thread frees the descriptor.
+ * Context: any thread; may take global_lock; never switches.
+ */
 void fb_fiber_free(struct fb_fiber *f)
 {
 	struct handle_cache *c = cache_self();
 
 	if (f->stack_keeper)
 		unkeep_stack(c, f);
-
 	if (fb_unlikely(f->pf.allowed)) {
 		fb_free(f->pf.allowed);
 		f->pf.allowed = NULL;
