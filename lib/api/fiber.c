@@ -268,6 +268,7 @@ static int create(fiber_t *fiber, const struct fb_attr *attr,
 	fb_write_once(&f->pf.pin, -1);
 	f->pf.prev = -1;
 	f->pf.recent_used = -1;
+	f->pf.group = NULL;
 	f->pf.attached = -1; /* attached where it first runs (sched/sched.h) */
 	/* Every fiber weighs 1024 (doc/scheduler.md 1.3.2). */
 	f->pf.weight = FB_PELT_CAPACITY;

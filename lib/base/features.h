@@ -61,3 +61,7 @@ FB_FEAT(CREATE_AFFINE, true)
  * the queue of a worker of its node that has run one fiber for
  * FB_PEER_STUCK_NS (the kernel preempted it, or the fiber computes). */
 FB_FEAT(PEER_RESCUE, true)
+/* Wake groups, doc/scheduler.md 1.10, libfiber's own (after the kernel's
+ * numa_group): fibers that wake each other through a pipe or a channel
+ * share a home worker, where their wakeups go. */
+FB_FEAT(WAKE_GROUPS, true)

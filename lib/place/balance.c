@@ -458,6 +458,16 @@ enum fb_lb_verdict fb_place_lb_find(struct fb_lb_env *env)
 	return env->src >= 0 ? FB_LB_PULL : FB_LB_BALANCED;
 }
 
+/* leaves_home - would moving @pf from src to dst take it away from its
+ * wake group's home (doc/scheduler.md 1.10)?  The kernel's
+ * migrate_degrades_locality, for groups of fibers. */
+static bool leaves_home(const struct fb_lb_env *env, const struct fb_pfiber *pf)
+{
+	return pf->group && fb_feat(WAKE_GROUPS) &&
+	       fb_load_relaxed(&pf->group->home) == env->src &&
+	       env->dst != env->src;
+}
+
 /* can_migrate - doc/scheduler.md 1.6.6: may @c move from src to dst now? */
 static bool can_migrate(struct fb_lb_env *env, const struct fb_lb_candidate *c)
 {
@@ -483,9 +493,11 @@ static bool can_migrate(struct fb_lb_env *env, const struct fb_lb_candidate *c)
 	env->flags &= ~FB_LBF_ALL_PINNED;
 	if (c->running)
 		return false;
-	/* Cache hot: ran on the source less than 500 us ago (not SMT). */
-	if (!(d->flags & FB_SD_SHARE_CAPACITY) &&
-	    env->now_ns - c->pf->last_ran_ns < FB_MIGRATION_COST_NS)
+	/* Cache hot: ran on the source less than 500 us ago (not SMT), or
+	 * at the home of its wake group (1.10), which it would leave. */
+	if ((!(d->flags & FB_SD_SHARE_CAPACITY) &&
+	     env->now_ns - c->pf->last_ran_ns < FB_MIGRATION_COST_NS) ||
+	    leaves_home(env, c->pf))
 		return fb_read_once(&d->nr_balance_failed) >
 		       (unsigned)d->cache_nice_tries;
 	return true;

@@ -108,11 +108,25 @@ static inline bool fb_worker_is_idle(const struct fb_pworker *w)
 	       fb_load_relaxed(&w->ttwu_pending) == 0;
 }
 
+/*
+ * A wake group (doc/scheduler.md 1.10): fibers that wake each other
+ * through pipes, and the worker they share.  The runtime's registry
+ * (sched/wgroup.c) writes both fields under its lock; placement reads
+ * them relaxed, as hints.  A member's group lives as long as the member
+ * (it leaves when it exits), so a fiber's @group pointer is good for
+ * whoever owns the fiber.
+ */
+struct fb_wgroup {
+	atomic_int home;   /* the members' worker */
+	atomic_int nr;	   /* members, at most FB_WGROUP_MAX */
+	atomic_bool moved; /* its home followed another group's, once */
+};
+
 /* Per-fiber placement record (doc/scheduler.md 1.2).  Written by whoever
  * owns the fiber at the time (its worker, or the waker that made it
  * runnable).  recent_used: step 3 of select_idle_sibling, doc/scheduler.md
  * 1.4.2; wakee_flips: record_wakee, doc/scheduler.md 1.4.1; last_ran_ns:
- * the cache-hot test, doc/scheduler.md 1.6.6. */
+ * the cache-hot test, doc/scheduler.md 1.6.6; group: 1.10. */
 struct fb_pfiber {
 	cpu_set_t *allowed; /* NULL: every worker */
 	int nr_allowed;	    /* 0 when allowed == NULL */
@@ -128,6 +142,7 @@ struct fb_pfiber {
 	const struct fb_pfiber *last_wakee;
 	uint64_t wakee_flip_decay_ns;
 	uint64_t last_ran_ns;
+	struct fb_wgroup *group; /* NULL: none */
 };
 
 /* Runtime-wide placement state (doc/scheduler.md 1.2, "Global"). */
@@ -314,6 +329,68 @@ int fb_place_select_wake(const struct fb_place_view *v, struct fb_pfiber *pf,
  */
 bool fb_place_use_wakelist(const struct fb_place_view *v,
 			   const struct fb_pfiber *pf, int t, int this);
+
+/* ---- wake groups (wgroup.c, doc/scheduler.md 1.10) ---- */
+
+/* The most members of one wake group.  Picked: a hackbench group of 20
+ * senders and 20 receivers fits three times over, and a fiber that many
+ * others wake (a logger, a dispatcher) gathers no more than this many
+ * on its worker. */
+#define FB_WGROUP_MAX 128
+
+/* A home with more than FB_WGROUP_LOAD_PCT percent of the usual answer's
+ * runnable fibers, plus FB_WGROUP_SLACK, gets no more wakeups.  Picked:
+ * groups whose homes balance each other (hackbench's) keep going home
+ * through the run queues' ups and downs, while a home that a popular
+ * fiber filled with its group is not filled further. */
+#define FB_WGROUP_LOAD_PCT 150
+#define FB_WGROUP_SLACK 2
+
+/* What a wake between two fibers does to their groups. */
+enum fb_wgroup_join {
+	FB_WGROUP_KEEP,		 /* nothing */
+	FB_WGROUP_NEW,		 /* both form a new group */
+	FB_WGROUP_WAKER_JOINS,	 /* the waker joins the wakee's group */
+	FB_WGROUP_WAKEE_JOINS,	 /* the wakee joins the waker's group */
+	FB_WGROUP_WAKER_FOLLOWS, /* the waker's group moves to the wakee's
+				    group's home */
+	FB_WGROUP_WAKEE_FOLLOWS, /* the wakee's group moves to the waker's
+				    group's home */
+};
+
+/*
+ * fb_place_wgroup_join - fiber @waker woke fiber @wakee through a pipe or
+ * a channel:
+ * should either join the other's group, or both form one?  Only fibers
+ * that may run on every worker take part, and a full group takes nobody.
+ * A fiber in a group stays in it: groups never merge.  But two groups
+ * with different homes whose members meet, and that have at most
+ * FB_WGROUP_MAX members together, come to share a home: the smaller one
+ * (the wakee's on a tie) moves to the other's, once in its life, so that
+ * no group's home goes back and forth.  WAKE_GROUPS off: KEEP.
+ * Context: reads the groups relaxed; the caller repeats the question
+ * under the registry lock before it acts.  Pure.
+ */
+enum fb_wgroup_join fb_place_wgroup_join(const struct fb_pfiber *waker,
+					 const struct fb_pfiber *wakee);
+/*
+ * fb_place_wgroup_home - the home of a new group: the worker of @v with
+ * the fewest members homed on it (@homed, one count per worker), the
+ * lowest-numbered on a tie.  Pure.
+ */
+int fb_place_wgroup_home(const struct fb_place_view *v,
+			 const unsigned int *homed);
+/*
+ * fb_place_wgroup_target - where woken @pf runs, given @t, the worker
+ * fb_place_select_wake() chose: its group's home, unless @t is idle and
+ * the home is not (an idle worker is worth more than a shared cache),
+ * or the home runs more than FB_WGROUP_LOAD_PCT percent of (@t's runnable
+ * fibers + FB_WGROUP_SLACK), or @pf has no group, or the home is not a
+ * worker of @v that @pf allows, or WAKE_GROUPS is off.  Context: reads the view and the group relaxed;
+ * the caller owns @pf.  Pure.
+ */
+int fb_place_wgroup_target(const struct fb_place_view *v,
+			   const struct fb_pfiber *pf, int t);
 
 /*
  * fb_place_idle_scan_depth - SIS_UTIL's scan depth for an LLC of

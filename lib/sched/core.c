@@ -581,9 +581,18 @@ static fb_noinline void wake_place(struct fb_worker *this, struct fb_fiber *f,
 			else
 				sched_yield();
 	}
+	if ((flags & FB_WF_GROUP) && this && this->curr)
+		fb_wgroup_note(this, this->curr, f);
 	t = fb_place_select_wake(&v, &f->pf, waker_pf(), this ? this->id : -1,
 				 flags, fb_now_coarse_ns(), &res);
 	count_wake(this, &res);
+	if (f->pf.group) { /* doc/scheduler.md 1.10 */
+		int h = fb_place_wgroup_target(&v, &f->pf, t);
+
+		if (h != t)
+			FB_COUNT(this, wake_group);
+		t = h;
+	}
 	/* the placement decision: previous worker, target, probes, why */
 	FB_PROBE(wake, f->id, f->pf.prev, t, res.probes, (int)res.pick);
 	if (fb_unlikely(fb_trace_on))
@@ -1086,6 +1095,8 @@ void fb_sched_exit(void)
 	struct fb_fiber *f = w->curr;
 
 	FB_COUNT(w, exits);
+	if (f->pf.group)
+		fb_wgroup_leave(f);
 	if (fb_load_relaxed(&f->joiner)) /* see fb_fiber_exit_handoff() */
 		fb_fiber_exit_handoff(w, f);
 	fb_store_relaxed(&f->state, FB_FIBER_DEAD);

@@ -55,6 +55,14 @@ FB_COUNTER(wake_scan_hit,
 FB_COUNTER(wake_scan_miss, "wake placement: nothing idle found, target kept")
 FB_COUNTER(wake_affinity, "wake placement: answer replaced to honour affinity")
 FB_COUNTER(wake_pinned, "wake placement: the one worker a pinned fiber allows")
+FB_COUNTER(wake_group,
+	   "wake placements moved to the home of the fiber's wake group")
+FB_COUNTER(wgroups_formed,
+	   "wake groups formed by two fibers of a pipe or channel")
+FB_COUNTER(wgroup_joins,
+	   "fibers that joined the wake group of a pipe or channel peer")
+FB_COUNTER(wgroup_moves,
+	   "wake groups moved to the home of another whose members they met")
 FB_COUNTER(wake_probes, "workers probed by LLC scans (sum)")
 FB_COUNTER(
 	wake_placements,

@@ -54,6 +54,7 @@ static void runtime_free(struct fb_runtime *r)
 	fb_stack_pool_drain();
 	fb_fiber_pool_shrink();
 	fb_topo_view_publish(NULL); /* no reader is left: workers stopped */
+	fb_wgroups_fini(r);
 	fb_free(r->workers);
 	fb_free(r->pws);
 	fb_topo_close(r->topo);
@@ -103,7 +104,7 @@ int fb_runtime_create(const struct fb_sched_params *p, struct fb_topo *topo,
 	r->kept_stacks_max = fb_kept_stacks_max(r->nr_workers);
 	r->workers = fb_calloc((size_t)r->nr_workers, sizeof(*r->workers));
 	r->pws = fb_calloc((size_t)r->nr_workers, sizeof(*r->pws));
-	if (!r->workers || !r->pws)
+	if (!r->workers || !r->pws || fb_wgroups_init(r))
 		goto fail;
 	for (int i = 0; i < r->nr_workers; i++) {
 		r->workers[i] = worker_new(i, fb_topo_worker_node(r->topo, i));

@@ -269,6 +269,9 @@ static inline struct fb_waiter *fb_waitq_pop(struct fb_list *q)
  * jumping the queue for, and what is queued may be what the wakee will
  * wait for next (the reap's wake of a joiner: sched/fiber.c). */
 #define FB_WF_QUEUE 0x4
+/* The waker and the wakee share a stream (a pipe, a channel): they may
+ * form a wake group (sched/wgroup.c). */
+#define FB_WF_GROUP 0x8
 
 /* fb_waiter_prepare(w, kind, obj) is below, inline, after the worker. */
 /* fb_waiter_wait - release @lock and sleep until fb_waiter_wake(@w).
@@ -780,6 +783,18 @@ struct fb_sched_params {
 enum { FB_DEADLOCK_OFF, FB_DEADLOCK_WARN, FB_DEADLOCK_ABORT };
 
 /* The running runtime (one per process). */
+/*
+ * The wake groups of a runtime (sched/wgroup.c, doc/scheduler.md 1.10):
+ * @lock guards every group's fields, @homed and @all; it is taken only
+ * when a wake may change a group (a fiber joins) and when a member exits.
+ */
+struct fb_wgroups {
+	struct fb_spinlock lock;
+	unsigned int *homed; /* members homed on each worker */
+	struct fb_list all;  /* every group, for the runtime's end */
+	long live;	     /* groups in @all */
+};
+
 struct fb_runtime {
 	int nr_workers;
 	cpu_set_t cpus; /* the creator's affinity: an unpinned worker's */
@@ -798,6 +813,7 @@ struct fb_runtime {
 	atomic_bool stopping;
 	struct fb_counters foreign; /* foreign threads' counters (atomic adds) */
 	struct fb_place_global g;   /* placement's global state */
+	struct fb_wgroups wgroups;  /* sched/wgroup.c */
 	struct fb_runtime *forked_prev; /* sched/runtime.c's fork handling */
 	struct fb_monitor *mon;		/* sched/monitor.c; NULL: none */
 };
@@ -921,6 +937,26 @@ static inline void fb_nr_running_add_local(struct fb_worker *w, int d)
 /* Test hook: called in the window between a fiber giving up its worker and
  * the switch that leaves its stack; tests widen that window with it. */
 extern void (*fb_test_switch_hook)(void) FB_HIDDEN;
+
+/*
+ * Wake groups (wgroup.c, doc/scheduler.md 1.10).
+ * fb_wgroups_init - @r's registry, empty.  Return: 0; ENOMEM.
+ * fb_wgroups_fini - free every group of @r; its fibers are gone or
+ * abandoned (a fiber of an ended runtime never runs, so its pointer to a
+ * freed group is never read).
+ * fb_wgroup_note - @waker woke @wakee through a stream (FB_WF_GROUP): let
+ * one join the other's group, or both a new one.  Context: a worker,
+ * the waker running there; the caller owns @wakee (it won the wake).
+ * fb_wgroup_leave - @f, about to exit, leaves its group (freed when it is
+ * the last member).  Context: @f's worker, @f running.
+ * fb_wgroups_live - groups of the running runtime, for tests.
+ */
+int fb_wgroups_init(struct fb_runtime *r);
+void fb_wgroups_fini(struct fb_runtime *r);
+void fb_wgroup_note(struct fb_worker *this, struct fb_fiber *waker,
+		    struct fb_fiber *wakee);
+void fb_wgroup_leave(struct fb_fiber *f);
+long fb_wgroups_live(void);
 
 /* Bookkeeping hooks between the layers. */
 void fb_sched_fiber_reaped(void);

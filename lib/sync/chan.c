@@ -23,7 +23,8 @@
  *
  * A sender that wakes a receiver passes FB_WF_SYNC: the element is handed
  * over, and the receiver is best run where it is hot, on the sender's
- * worker.
+ * worker.  Both wakes carry FB_WF_GROUP: sender and receiver share the
+ * channel's lines, and may form a wake group (doc/scheduler.md 1.10).
  */
 #include "sync/chan.h"
 
@@ -95,7 +96,7 @@ int fb_chan_send_locked(struct fb_chan *ch, const void *elem)
 	if (r) {
 		memcpy((void *)r->data, elem, ch->elem_size);
 		r->result = 0;
-		fb_waiter_wake(r, FB_WF_SYNC);
+		fb_waiter_wake(r, FB_WF_SYNC | FB_WF_GROUP);
 		return 0;
 	}
 	if (ch->count < ch->capacity) {
@@ -130,7 +131,7 @@ int fb_chan_recv_locked(struct fb_chan *ch, void *elem)
 	}
 	if (s) {
 		s->result = 0;
-		fb_waiter_wake(s, 0);
+		fb_waiter_wake(s, FB_WF_GROUP);
 	}
 	return 0;
 }

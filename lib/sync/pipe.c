@@ -29,7 +29,9 @@
  * data and, in the pipe pattern, is about to block itself (on the rest of
  * its write, or on reading the answer), which is why Linux makes pipe
  * wakeups synchronous too.  A reader wakes a writer without it: it keeps
- * running to consume what it read.
+ * running to consume what it read.  Every wake of a reader or a writer
+ * carries FB_WF_GROUP: the two share the pipe's lines, and may form a
+ * wake group (doc/scheduler.md 1.10).
  *
  * Closing the write end gives EOF (0 bytes) to readers once the ring is
  * drained and stops writes in progress with EBADF; closing the read end
@@ -341,7 +343,7 @@ static inline size_t feed_reader(struct fb_waiter *w, const unsigned char *src,
 	copy(rq->buf, src, k);
 	rq->done = k;
 	w->result = 0;
-	fb_waiter_wake(w, FB_WF_SYNC);
+	fb_waiter_wake(w, FB_WF_SYNC | FB_WF_GROUP);
 	return k;
 }
 
@@ -364,7 +366,8 @@ static size_t feed_readers(struct fb_pipe *p, const unsigned char *src,
  * held. */
 static inline void wake_writer(struct fb_pipe *p)
 {
-	if (!fb_list_empty(&p->writers) && fb_waitq_wake_one(&p->writers, 0, 0))
+	if (!fb_list_empty(&p->writers) &&
+	    fb_waitq_wake_one(&p->writers, 0, FB_WF_GROUP))
 		p->retrying++;
 }
 
@@ -722,7 +725,7 @@ static fb_always_inline int write_until(fiber_pipe_t *pipe, const void *buf,
 			rw->result = 0;
 			fb_spin_unlock(&p->lock);
 			*done = len;
-			return fb_waiter_wake_ret(rw, FB_WF_SYNC);
+			return fb_waiter_wake_ret(rw, FB_WF_SYNC | FB_WF_GROUP);
 		}
 	}
 	return write_ring(p, src, len, done, deadline);
