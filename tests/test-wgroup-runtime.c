@@ -9,12 +9,15 @@
  * Assertions read the fibers' records and counters, never the clock.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -433,6 +436,108 @@ static void test_wgroup_abandoned_group_goes_with_the_runtime(void **state)
 	assert_int_equal(fiber_shutdown(), 0);
 }
 
+/* ---- fork from a grouped fiber ---- */
+
+/* In the child of a fork taken by a grouped fiber: the parent's runtime
+ * and groups are gone, and a runtime of its own groups afresh.  Exit
+ * codes, not cmocka, report. */
+static int child_groups_afresh(void)
+{
+	struct fiber_config c = { 0 };
+	fiber_barrier_t end;
+	struct pair p;
+	fiber_t f[2];
+
+	alarm(20); /* a hang fails the child */
+	if (fiber_shutdown() != ESRCH)
+		return 10;
+	if (!CHILD_MAY_START_THREADS)
+		return 0;
+	c.workers = 2;
+	c.topology = "pack:1 l3:1 core:2 pu:1";
+	c.stats = "0";
+	if (fiber_init(&c))
+		return 11;
+	memset(&p, 0, sizeof(p));
+	p.end = &end;
+	if (fiber_barrier_init(&end, 2) || fiber_pipe_create(&p.to_pong, 64) ||
+	    fiber_pipe_create(&p.to_ping, 64) ||
+	    fiber_create(&f[0], NULL, pong, &p) ||
+	    fiber_create(&f[1], NULL, ping, &p))
+		return 12;
+	if (fiber_join(f[0], NULL) || fiber_join(f[1], NULL) || p.err)
+		return 13;
+	if (!p.ping.group || p.ping.group != p.pong.group || p.ping.nr != 2)
+		return 14;
+	if (fb_wgroups_live() != 0)
+		return 15;
+	return fiber_shutdown() ? 16 : 0;
+}
+
+static atomic_int fork_status = -1, fork_grouped;
+
+/* fork_ping - stuck_ping's grouping loop, then fork; the child checks
+ * child_groups_afresh(), the parent waits for it and stops pong. */
+static void *fork_ping(void *arg)
+{
+	struct stuck *s = arg;
+	char c = 'x';
+	size_t done;
+	pid_t pid;
+	int st = -1;
+
+	for (int k = 0; k < 100000 && !fb_current()->pf.group; k++) {
+		fiber_pipe_write(s->a, &c, 1, &done);
+		fiber_pipe_read(s->b, &c, 1, &done);
+	}
+	atomic_store(&fork_grouped, fb_current()->pf.group != NULL);
+	pid = fork();
+	if (pid == 0)
+		_exit(child_groups_afresh());
+	if (pid > 0 && waitpid(pid, &st, 0) == pid)
+		atomic_store(&fork_status,
+			     WIFEXITED(st) ? WEXITSTATUS(st) : 1000);
+	c = 's';
+	fiber_pipe_write(s->a, &c, 1, &done);
+	return NULL;
+}
+
+/* fork_pong - stuck_pong's loop, without the wait for ever. */
+static void *fork_pong(void *arg)
+{
+	struct stuck *s = arg;
+	char c;
+	size_t done;
+
+	while (!fiber_pipe_read(s->a, &c, 1, &done) && c != 's')
+		fiber_pipe_write(s->b, &c, 1, &done);
+	return NULL;
+}
+
+/* A grouped fiber forks: the child's runtime starts with no group and
+ * forms its own; the parent's group is whole, and goes when its two
+ * members exit. */
+static void test_wgroup_fork_from_a_grouped_fiber(void **state)
+{
+	static struct stuck s;
+	fiber_t f[2];
+
+	(void)state;
+	start(NULL);
+	assert_int_equal(fiber_pipe_create(&s.a, 0), 0);
+	assert_int_equal(fiber_pipe_create(&s.b, 0), 0);
+	assert_int_equal(fiber_create(&f[0], NULL, fork_pong, &s), 0);
+	assert_int_equal(fiber_create(&f[1], NULL, fork_ping, &s), 0);
+	assert_int_equal(fiber_join(f[1], NULL), 0);
+	assert_int_equal(fiber_join(f[0], NULL), 0);
+	assert_int_equal(atomic_load(&fork_grouped), 1);
+	assert_int_equal(atomic_load(&fork_status), 0);
+	assert_int_equal(fb_wgroups_live(), 0);
+	assert_int_equal(fiber_pipe_destroy(s.a), 0);
+	assert_int_equal(fiber_pipe_destroy(s.b), 0);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -442,6 +547,7 @@ int main(void)
 		cmocka_unit_test(test_wgroup_dispatcher_is_capped),
 		cmocka_unit_test(
 			test_wgroup_abandoned_group_goes_with_the_runtime),
+		cmocka_unit_test(test_wgroup_fork_from_a_grouped_fiber),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,7 +19,8 @@
  * waker, a balancer holding the run queue it sits in.  Groups of fibers
  * that a shutdown abandons are freed with the runtime; those fibers
  * never run again (the epoch), and a descriptor's next create clears
- * the pointer.  A fork's child starts a runtime of its own.
+ * the pointer.  A fork's child starts a runtime of its own, with a
+ * registry of its own; the parent's is never used there.
  */
 #include <errno.h>
 
