@@ -367,11 +367,10 @@ struct stuck {
 	fiber_barrier_t *formed;
 };
 
-/* stuck_ping - round trips with stuck_pong until the two are grouped
- * (a bounded number), then wait for ever on @b. */
-static void *stuck_ping(void *arg)
+/* until_grouped - round trips through @s with an echo() peer until the
+ * caller is in a group (a bounded number of them), then stop the peer. */
+static void until_grouped(struct stuck *s)
 {
-	struct stuck *s = arg;
 	char c = 'x';
 	size_t done;
 
@@ -379,8 +378,35 @@ static void *stuck_ping(void *arg)
 		fiber_pipe_write(s->a, &c, 1, &done);
 		fiber_pipe_read(s->b, &c, 1, &done);
 	}
-	c = 's';
+}
+
+static void stop_echo(struct stuck *s)
+{
+	char c = 's';
+	size_t done;
+
 	fiber_pipe_write(s->a, &c, 1, &done);
+}
+
+/* echo - send back each byte of @s->a on @s->b until a stop_echo(). */
+static void echo(struct stuck *s)
+{
+	char c;
+	size_t done;
+
+	while (!fiber_pipe_read(s->a, &c, 1, &done) && c != 's')
+		fiber_pipe_write(s->b, &c, 1, &done);
+}
+
+/* stuck_ping - group with stuck_pong, then wait for ever on @b. */
+static void *stuck_ping(void *arg)
+{
+	struct stuck *s = arg;
+	char c;
+	size_t done;
+
+	until_grouped(s);
+	stop_echo(s);
 	fiber_barrier_wait(s->formed);
 	fiber_pipe_read(s->b, &c, 1, &done); /* nobody writes: abandoned */
 	return NULL;
@@ -392,8 +418,7 @@ static void *stuck_pong(void *arg)
 	char c;
 	size_t done;
 
-	while (!fiber_pipe_read(s->a, &c, 1, &done) && c != 's')
-		fiber_pipe_write(s->b, &c, 1, &done);
+	echo(s);
 	fiber_barrier_wait(s->formed);
 	fiber_pipe_read(s->a, &c, 1, &done); /* nobody writes: abandoned */
 	return NULL;
@@ -476,20 +501,15 @@ static int child_groups_afresh(void)
 
 static atomic_int fork_status = -1, fork_grouped;
 
-/* fork_ping - stuck_ping's grouping loop, then fork; the child checks
- * child_groups_afresh(), the parent waits for it and stops pong. */
+/* fork_ping - group with fork_pong, then fork; the child checks
+ * child_groups_afresh(), the parent waits for it and stops the echo. */
 static void *fork_ping(void *arg)
 {
 	struct stuck *s = arg;
-	char c = 'x';
-	size_t done;
 	pid_t pid;
 	int st = -1;
 
-	for (int k = 0; k < 100000 && !fb_current()->pf.group; k++) {
-		fiber_pipe_write(s->a, &c, 1, &done);
-		fiber_pipe_read(s->b, &c, 1, &done);
-	}
+	until_grouped(s);
 	atomic_store(&fork_grouped, fb_current()->pf.group != NULL);
 	pid = fork();
 	if (pid == 0)
@@ -497,20 +517,13 @@ static void *fork_ping(void *arg)
 	if (pid > 0 && waitpid(pid, &st, 0) == pid)
 		atomic_store(&fork_status,
 			     WIFEXITED(st) ? WEXITSTATUS(st) : 1000);
-	c = 's';
-	fiber_pipe_write(s->a, &c, 1, &done);
+	stop_echo(s);
 	return NULL;
 }
 
-/* fork_pong - stuck_pong's loop, without the wait for ever. */
 static void *fork_pong(void *arg)
 {
-	struct stuck *s = arg;
-	char c;
-	size_t done;
-
-	while (!fiber_pipe_read(s->a, &c, 1, &done) && c != 's')
-		fiber_pipe_write(s->b, &c, 1, &done);
+	echo(arg);
 	return NULL;
 }
 
