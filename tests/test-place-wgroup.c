@@ -46,9 +46,19 @@ static void test_place_wgroup_join_rules(void **state)
 	b.group = &full;
 	assert_int_equal(fb_place_wgroup_join(&a, &b), FB_WGROUP_KEEP);
 	assert_int_equal(fb_place_wgroup_join(&b, &a), FB_WGROUP_KEEP);
-	/* the same group: nothing */
+	/* the same group: nothing, known without a look at the group */
 	a.group = b.group = &g;
 	assert_int_equal(fb_place_wgroup_join(&a, &b), FB_WGROUP_KEEP);
+	assert_true(fb_place_wgroup_settled(&a, &b));
+	assert_true(fb_place_wgroup_settled(&pinned, &b));
+	assert_true(fb_place_wgroup_settled(&b, &pinned));
+	b.group = &full;
+	assert_false(fb_place_wgroup_settled(&a, &b));
+	b.group = NULL;
+	assert_false(fb_place_wgroup_settled(&a, &b));
+	a.group = NULL;
+	assert_false(fb_place_wgroup_settled(&a, &b));
+	a.group = b.group = &g;
 	/* off: nothing ever */
 	a.group = b.group = NULL;
 	sim_features(0, FB_FEAT_BIT(WAKE_GROUPS));

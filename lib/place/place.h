@@ -374,6 +374,18 @@ enum fb_wgroup_join {
 enum fb_wgroup_join fb_place_wgroup_join(const struct fb_pfiber *waker,
 					 const struct fb_pfiber *wakee);
 /*
+ * fb_place_wgroup_settled - a wake between @waker and @wakee that no
+ * group rule can act on, known from their records alone: one of them
+ * has an affinity mask, or both are in the same group (a stream's
+ * steady state).  Inline, so that the wake path pays no call for it.
+ */
+static inline bool fb_place_wgroup_settled(const struct fb_pfiber *waker,
+					   const struct fb_pfiber *wakee)
+{
+	return waker->allowed || wakee->allowed ||
+	       (waker->group && waker->group == wakee->group);
+}
+/*
  * fb_place_wgroup_home - the home of a new group: the worker of @v with
  * the fewest members homed on it (@homed, one count per worker), the
  * lowest-numbered on a tie.  Pure.

@@ -581,7 +581,8 @@ static fb_noinline void wake_place(struct fb_worker *this, struct fb_fiber *f,
 			else
 				sched_yield();
 	}
-	if ((flags & FB_WF_GROUP) && this && this->curr)
+	if ((flags & FB_WF_GROUP) && this && this->curr &&
+	    !fb_place_wgroup_settled(&this->curr->pf, &f->pf))
 		fb_wgroup_note(this, this->curr, f);
 	t = fb_place_select_wake(&v, &f->pf, waker_pf(), this ? this->id : -1,
 				 flags, fb_now_coarse_ns(), &res);
