@@ -141,6 +141,60 @@ def boost_peer_and_vs_boost():
         assert want in proc.stdout, proc.stdout
 
 
+def shared_machine(*args):
+    return subprocess.run([os.path.join(SOURCE, "bench", "shared-machine"),
+                           "--build", BUILD] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=120)
+
+
+def busy_loops():
+    return set(subprocess.run(["pgrep", "-f", "while :; do :; done"],
+                              stdout=subprocess.PIPE,
+                              text=True).stdout.split())
+
+
+@test
+def shared_machine_rounds_and_shares():
+    """bench/shared-machine runs the four sides once per round beside its
+    busy loops, and reports wrk's figures in order and CPU shares that
+    fit in the machine; its busy loops are gone when it returns."""
+    if not shutil.which("wrk") or not os.access(
+            os.path.join(BUILD, "examples", "httpd"), os.X_OK):
+        return
+    small = ("--duration", "1", "--loops", "2000", "--thread-loops", "200")
+    before = busy_loops()
+    proc = shared_machine("-k", "2", "--hogs", "1", "--json", *small)
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert (r["hogs"], r["rounds"], r["workers"]) == (1, 2, 2), r
+    assert sorted(r["results"]) == ["httpd fibers", "httpd threads",
+                                    "pingpong fibers", "pingpong threads"]
+    for side, runs in r["results"].items():
+        assert len(runs) == 2, (side, runs)
+        for m in runs:
+            if side.startswith("pingpong"):
+                assert m["ns_per_roundtrip"] > 0, m
+                continue
+            assert m["requests_per_sec"] > 0, m
+            assert 0 < m["p50_ms"] <= m["p90_ms"] <= m["p99_ms"], m
+            assert 0 < m["server_cpu_share"] <= 1, m
+            assert 0 < m["hogs_cpu_share"] <= 1, m
+            assert m["server_cpu_share"] + m["hogs_cpu_share"] <= 1.05, m
+    # Others' busy loops (./dev loaded runs the suite beside two) stay.
+    left = busy_loops() - before
+    assert not left, "busy loops left running: %s" % left
+    proc = shared_machine("-k", "1", "--hogs", "0", *small)
+    assert proc.returncode == 0, proc.stderr
+    for want in ("beside 0 busy loop(s)", "pingpong ns_per_roundtrip",
+                 "httpd p99_ms (ms)", "httpd server_cpu_share", "f/t"):
+        assert want in proc.stdout, proc.stdout
+    for bad, name in ((("--hogs", "-1"), "--hogs"), (("-k", "0"), "-k"),
+                      (("--duration", "0"), "--duration")):
+        proc = shared_machine(*bad)
+        assert proc.returncode != 0 and name in proc.stderr, proc.stderr
+
+
 @test
 def create_join_park_reports_rss():
     recs = records(bench("create-join", "--park", "--fibers", "2000",
