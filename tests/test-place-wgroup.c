@@ -54,7 +54,16 @@ static void test_place_wgroup_join_rules(void **state)
 	assert_true(fb_place_wgroup_settled(&b, &pinned));
 	b.group = &full;
 	assert_false(fb_place_wgroup_settled(&a, &b));
+	/* a loner and a full group: settled, whichever side it is on */
+	a.group = NULL;
+	assert_true(fb_place_wgroup_settled(&a, &b));
+	assert_true(fb_place_wgroup_settled(&b, &a));
+	/* ... but not while the group has room */
+	b.group = &g;
+	assert_false(fb_place_wgroup_settled(&a, &b));
+	assert_false(fb_place_wgroup_settled(&b, &a));
 	b.group = NULL;
+	a.group = &g;
 	assert_false(fb_place_wgroup_settled(&a, &b));
 	a.group = NULL;
 	assert_false(fb_place_wgroup_settled(&a, &b));

@@ -375,15 +375,23 @@ enum fb_wgroup_join fb_place_wgroup_join(const struct fb_pfiber *waker,
 					 const struct fb_pfiber *wakee);
 /*
  * fb_place_wgroup_settled - a wake between @waker and @wakee that no
- * group rule can act on, known from their records alone: one of them
- * has an affinity mask, or both are in the same group (a stream's
- * steady state).  Inline, so that the wake path pays no call for it.
+ * group rule can act on, known from their records and at most one
+ * group's count: one of them has an affinity mask, both are in the same
+ * group (a stream's steady state), or one is alone and the other's group
+ * is full (a popular fiber's partners past the FB_WGROUP_MAX-th).  Inline,
+ * so that the wake path pays no call for it; fb_place_wgroup_join()
+ * says KEEP to all of these.
  */
 static inline bool fb_place_wgroup_settled(const struct fb_pfiber *waker,
 					   const struct fb_pfiber *wakee)
 {
-	return waker->allowed || wakee->allowed ||
-	       (waker->group && waker->group == wakee->group);
+	const struct fb_wgroup *g = waker->group ? waker->group : wakee->group;
+
+	if (waker->allowed || wakee->allowed)
+		return true;
+	if (waker->group && wakee->group)
+		return waker->group == wakee->group;
+	return g && fb_load_relaxed(&g->nr) >= FB_WGROUP_MAX;
 }
 /*
  * fb_place_wgroup_home - the home of a new group: the worker of @v with
