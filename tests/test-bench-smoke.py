@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 BUILD, SOURCE, VERSION = sys.argv[1], sys.argv[2], sys.argv[3]
 results = []
@@ -189,6 +190,24 @@ def shared_machine_rounds_and_shares():
     for want in ("beside 0 busy loop(s)", "pingpong ns_per_roundtrip",
                  "httpd p99_ms (ms)", "httpd server_cpu_share", "f/t"):
         assert want in proc.stdout, proc.stdout
+    # Killed in the middle, even by SIGKILL, it leaves no busy loop.
+    proc = subprocess.Popen([os.path.join(SOURCE, "bench", "shared-machine"),
+                             "--build", BUILD, "--hogs", "1", "-k", "5"] +
+                            list(small), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    for _ in range(300):  # until its busy loop runs
+        if busy_loops() - before:
+            break
+        time.sleep(0.05)
+    assert busy_loops() - before, "no busy loop started"
+    proc.kill()
+    proc.wait()
+    for _ in range(300):  # the kernel kills the children after it
+        if not busy_loops() - before:
+            break
+        time.sleep(0.05)
+    left = busy_loops() - before
+    assert not left, "busy loops outlived a killed run: %s" % left
     for bad, name in ((("--hogs", "-1"), "--hogs"), (("-k", "0"), "-k"),
                       (("--duration", "0"), "--duration")):
         proc = shared_machine(*bad)
