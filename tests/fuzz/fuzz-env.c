@@ -17,8 +17,28 @@ static void check_err(int rc, const char *err, size_t len)
 		abort();
 }
 
+/* A word that parsed must be the one of @words (in the enum's order)
+ * that the value spells exactly. */
+static void check_word(const char *const *words, size_t n, int got,
+		       const char *v)
+{
+	if (got < 0 || (size_t)got >= n || strcmp(words[got], v))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static const char *const clocks[] = {
+		[FB_CLOCK_AUTO] = "auto",
+		[FB_CLOCK_TSC] = "tsc",
+		[FB_CLOCK_MONOTONIC] = "monotonic",
+		[FB_CLOCK_ANCHORED] = "anchored",
+	};
+	static const char *const stats[] = {
+		[FB_STATS_OFF] = "0",
+		[FB_STATS_TABLE] = "1",
+		[FB_STATS_JSON] = "json",
+	};
 	static const long bounds[][2] = {
 		{ 1, 1024 },
 		{ 0, 1000000 },
@@ -63,17 +83,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rc = fb_parse_clock("LIBFIBER_CLOCK", v, &k, err, sizeof(err));
 		if (rc)
 			check_err(rc, err, sizeof(err));
-		else if (k != FB_CLOCK_AUTO && k != FB_CLOCK_TSC &&
-			 k != FB_CLOCK_MONOTONIC)
-			abort();
+		else
+			check_word(clocks, FB_ARRAY_SIZE(clocks), (int)k, v);
 		break;
 	default:
 		rc = fb_parse_stats("LIBFIBER_STATS", v, &m, err, sizeof(err));
 		if (rc)
 			check_err(rc, err, sizeof(err));
-		else if (m != FB_STATS_OFF && m != FB_STATS_TABLE &&
-			 m != FB_STATS_JSON)
-			abort();
+		else
+			check_word(stats, FB_ARRAY_SIZE(stats), (int)m, v);
 		break;
 	}
 	free(v);
