@@ -5,7 +5,7 @@
  * time, FB_PROBE(name, args...) is a probe "libfiber:name" in libfiber.so:
  * a nop at the call site plus a note (readelf -n lists them under
  * "stapsdt") that perf, bpftrace and systemtap use to attach.  Without
- * <sys/sdt.h> it compiles to nothing.
+ * <sys/sdt.h> it compiles to nothing (its arguments are not evaluated).
  *
  * Each probe has a semaphore, libfiber_NAME_semaphore in the ".probes"
  * section, whose address the note carries: a tracer that attaches raises
@@ -46,8 +46,16 @@ FB_PROBE_NAMES(FB_PROBE_SEMAPHORE_DECLARE)
 			STAP_PROBEV(libfiber, name, __VA_ARGS__);              \
 	} while (0)
 #else
-#define FB_PROBE(...)                                                          \
+/* No probe; the arguments still count as used (a variable kept only for
+ * a probe must not warn), and are never evaluated. */
+static inline void fb_probe_none(int unused, ...)
+{
+	(void)unused;
+}
+#define FB_PROBE(name, ...)                                                    \
 	do {                                                                   \
+		if (0)                                                         \
+			fb_probe_none(0, __VA_ARGS__);                         \
 	} while (0)
 #endif
 
