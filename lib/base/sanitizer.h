@@ -18,6 +18,14 @@
 
 #include <stddef.h>
 
+#ifndef FB_HAVE_VALGRIND
+#define FB_HAVE_VALGRIND 0
+#endif
+#if FB_HAVE_VALGRIND
+#include <valgrind/memcheck.h>
+#include <valgrind/valgrind.h>
+#endif
+
 #if defined(__SANITIZE_ADDRESS__)
 #define FB_ASAN 1
 #elif defined(__has_feature)
@@ -29,13 +37,6 @@
 #ifdef FB_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
-
-/* A reused stack still carries the poisoned redzones of its last user's
- * frames: clear them before a new fiber runs on it. */
-static inline void fb_san_unpoison(void *addr, size_t size)
-{
-	ASAN_UNPOISON_MEMORY_REGION(addr, size);
-}
 
 /* Before a switch to the stack [bottom, bottom + size).  @fake is where
  * the leaving context keeps its fake-stack handle; NULL when it is leaving
@@ -52,12 +53,6 @@ static inline void fb_san_finish_switch(void *fake)
 	__sanitizer_finish_switch_fiber(fake, NULL, NULL);
 }
 #else
-static inline void fb_san_unpoison(void *addr, size_t size)
-{
-	(void)addr;
-	(void)size;
-}
-
 static inline void fb_san_start_switch(void **fake, const void *bottom,
 				       size_t size)
 {
@@ -72,19 +67,30 @@ static inline void fb_san_finish_switch(void *fake)
 }
 #endif
 
+/*
+ * fb_san_unpoison - a reused stack still carries what the tools recorded
+ * of its last user: ASan's poisoned redzones of its frames, and valgrind's
+ * "no access" below each stack pointer it had.  Clear both before a new
+ * fiber's first frame is laid on it.
+ */
+static inline void fb_san_unpoison(void *addr, size_t size)
+{
+#ifdef FB_ASAN
+	ASAN_UNPOISON_MEMORY_REGION(addr, size);
+#endif
+#if FB_HAVE_VALGRIND
+	VALGRIND_MAKE_MEM_UNDEFINED(addr, size);
+#endif
+	(void)addr;
+	(void)size;
+}
+
 #if defined(__SANITIZE_THREAD__)
 #define FB_TSAN 1
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 #define FB_TSAN 1
 #endif
-#endif
-
-#ifndef FB_HAVE_VALGRIND
-#define FB_HAVE_VALGRIND 0
-#endif
-#if FB_HAVE_VALGRIND
-#include <valgrind/valgrind.h>
 #endif
 
 /* What the tools know about one fiber; lives in struct fb_fiber, zeroed
