@@ -67,9 +67,10 @@
 #define PROG "pipe-pingpong"
 /* Inlined whatever the compiler's size limits: see ping_side(). */
 #define ALWAYS_INLINE inline __attribute__((always_inline))
-/* Round trips by default: about 0.3-0.5 s of fiber ping-pong here, over
- * the 0.2 s below which a run warns that it means little. */
-#define LOOPS_DEFAULT 3000000UL
+/* Round trips by default: over the 0.2 s below which a run warns that it
+ * means little, also at the 64 ns a same-worker round trip takes on a
+ * fast host (0.38 s; 3,000,000 fell short there). */
+#define LOOPS_DEFAULT 6000000UL
 /* A kernel round trip costs ~6-100 us here: cap the baseline's default. */
 #define THREAD_LOOPS_CAP 50000UL
 #define PIPE_CAPACITY 4096
