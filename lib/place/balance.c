@@ -626,7 +626,9 @@ void fb_place_request_push(const struct fb_place_view *v, int src, int dst)
 {
 	struct fb_pworker *w = v->w[src];
 
-	fb_store_relaxed(&w->push_target, dst);
+	/* Release: what the caller wrote before (the runtime's push_fiber)
+	 * is seen by @src's acquire exchange of push_target. */
+	fb_store_release(&w->push_target, dst);
 	atomic_fetch_or_explicit(&w->state, FB_WS_NEED_RESCHED,
 				 memory_order_release);
 }

@@ -694,8 +694,9 @@ int fb_place_lb_detach(struct fb_lb_env *env, struct fb_lb_candidate *c,
 void fb_place_lb_finish(struct fb_lb_env *env, enum fb_lb_verdict verdict,
 			const struct fb_pfiber *running);
 /* fb_place_request_push - active balance (doc/scheduler.md 1.6.7): ask @src
- * to hand its running fiber to @dst at its next scheduling point.
- * Context: any. */
+ * to hand its running fiber to @dst at its next scheduling point; a
+ * release store, so that what the caller wrote before it is seen by the
+ * acquire that takes the request.  Context: any. */
 void fb_place_request_push(const struct fb_place_view *v, int src, int dst);
 /* fb_place_use_asym_prio, fb_place_asym - doc/scheduler.md 4.2.3. */
 bool fb_place_use_asym_prio(const struct fb_place_view *v,

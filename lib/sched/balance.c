@@ -342,8 +342,7 @@ static void push_request(struct bctx *c, const struct fb_lb_env *env)
 	if (!cur)
 		return;
 	fb_store_relaxed(&src->bal.push_fiber, cur);
-	atomic_thread_fence(memory_order_release);
-	fb_place_request_push(&c->v, env->src, env->dst);
+	fb_place_request_push(&c->v, env->src, env->dst); /* a release */
 }
 
 /*
