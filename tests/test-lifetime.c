@@ -430,6 +430,86 @@ static void test_lifetime_chan_close_destroy_with_blocked_callers(void **state)
 	run(1, chan_close_driver);
 }
 
+/*
+ * select: the case that won is on a channel the waker may free.
+ *
+ * A select parked on channel A alone (or on A and B) is woken by a close
+ * or a send on A, which takes its waiter off A: destroy(A) says 0 at once
+ * and A is freed.  The woken select must unlink its other waiters (on B)
+ * without touching A.  B still holds one of them until the select is
+ * back, so destroy(B) says EBUSY until then.
+ */
+struct sel_io {
+	fiber_chan_t *a, *b; /* b: NULL for a one-case select */
+	long v;
+	size_t chosen;
+	int rc;
+};
+
+static void *selector(void *arg)
+{
+	struct sel_io *io = arg;
+	struct fiber_select_case c[2] = {
+		{ .chan = io->a, .op = FIBER_SELECT_RECV, .elem = &io->v },
+		{ .chan = io->b, .op = FIBER_SELECT_RECV, .elem = &io->v },
+	};
+
+	io->rc = fiber_chan_select(c, io->b ? 2 : 1, FIBER_NO_DEADLINE,
+				   &io->chosen);
+	return NULL;
+}
+
+static void *select_driver(void *arg)
+{
+	bool two = arg != NULL;
+
+	for (int i = 0; i < ROUNDS; i++) {
+		struct sel_io io = { .chosen = 9 };
+		bool send = i & 1;
+		long v = 42;
+		struct reuse *q;
+		fiber_t f;
+		int busy = 0;
+
+		CHECK(fiber_chan_create(&io.a, sizeof(long), 0) == 0);
+		if (two)
+			CHECK(fiber_chan_create(&io.b, sizeof(long), 0) == 0);
+		f = spawn(selector, &io);
+		fiber_yield(); /* f queues on a (and b) and parks */
+		if (send)
+			CHECK(fiber_chan_send(io.a, &v) == 0);
+		else
+			CHECK(fiber_chan_close(io.a) == 0);
+		CHECK(fiber_chan_destroy(io.a) == 0);
+		q = reuse_chunks();
+		if (two) {
+			while (fiber_chan_destroy(io.b) == EBUSY) {
+				busy++;
+				fiber_yield();
+			}
+			CHECK(busy > 0); /* f had not unlinked itself yet */
+		}
+		CHECK(fiber_join(f, NULL) == 0);
+		CHECK(io.rc == (send ? 0 : EPIPE));
+		CHECK(io.chosen == 0);
+		CHECK(!send || io.v == 42);
+		CHECK(reuse_done(q));
+	}
+	return NULL;
+}
+
+static void test_lifetime_select_winner_channel_freed_at_once(void **state)
+{
+	(void)state;
+	run(1, select_driver);
+}
+
+static void test_lifetime_select_other_channels_busy_until_back(void **state)
+{
+	(void)state;
+	run_arg(1, select_driver, (void *)1);
+}
+
 /* ---- timed waits: woken, then the deadline timer fires before it runs ---- */
 
 enum { T_COND, T_SEM, T_CHAN, T_PIPE };
@@ -718,6 +798,8 @@ int main(void)
 		TEST(test_lifetime_pipe_close_destroy_with_blocked_writer),
 		TEST(test_lifetime_pipe_destroy_busy_while_woken_writer_returns),
 		TEST(test_lifetime_chan_close_destroy_with_blocked_callers),
+		TEST(test_lifetime_select_winner_channel_freed_at_once),
+		TEST(test_lifetime_select_other_channels_busy_until_back),
 		TEST(test_lifetime_timed_waits_survive_a_late_timer),
 		TEST(test_lifetime_timed_out_waiter_leaves_the_object_clean),
 		TEST(test_lifetime_stress_two_workers),

@@ -697,6 +697,77 @@ static void test_select_from_a_foreign_thread(void **state)
 	runtime_stop();
 }
 
+/*
+ * A foreign thread selects over two channels with deadlines of 0-4 us,
+ * which pass while it queues its waiters, while another thread keeps
+ * offering elements on one of them: the sender may claim the select
+ * (its waiters share one claim word) after the selector dropped that
+ * channel's lock and before it gives up.  It must then take the
+ * sender's wake as a foreign thread does, and report the element.
+ * Every element a try-send placed (capacity 0: only into a waiting
+ * select) is received exactly once.
+ */
+struct offer {
+	fiber_chan_t *c;
+	atomic_bool stop;
+	atomic_long sent;
+};
+
+static void *offerer(void *arg)
+{
+	struct offer *o = arg;
+	int v = 1;
+
+	while (!atomic_load(&o->stop))
+		if (fiber_chan_trysend(o->c, &v) == 0)
+			atomic_fetch_add(&o->sent, 1);
+	return NULL;
+}
+
+static void test_select_foreign_deadline_racing_a_sender(void **state)
+{
+#if defined(__SANITIZE_THREAD__)
+	enum { ROUNDS = 20000 };
+#else
+	enum { ROUNDS = 1000000 };
+#endif
+	fiber_chan_t *c[2] = { mkchan(0), mkchan(0) };
+	struct offer o = { .c = c[0] };
+	long got = 0, timedout = 0;
+	pthread_t t;
+	int v;
+
+	(void)state;
+	runtime_start(1);
+	/* The sender's channel is the one whose lock is dropped first
+	 * (locks go in address order; the first stays held). */
+	if ((uintptr_t)c[1] > (uintptr_t)c[0])
+		o.c = c[1];
+	assert_int_equal(pthread_create(&t, NULL, offerer, &o), 0);
+	for (long i = 0; i < ROUNDS; i++) {
+		struct fiber_select_case k[2] = {
+			{ c[0], FIBER_SELECT_RECV, &v },
+			{ c[1], FIBER_SELECT_RECV, &v },
+		};
+		size_t ch = 9;
+		int err = fiber_chan_select(k, 2, fiber_now() + i % 4000, &ch);
+
+		if (err == 0 && k[ch].chan == o.c)
+			got++;
+		else if (err == ETIMEDOUT)
+			timedout++;
+		else
+			fail_msg("select: %d, case %zu", err, ch);
+	}
+	atomic_store(&o.stop, true);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(got, atomic_load(&o.sent));
+	assert_true(timedout > 0);
+	assert_int_equal(fiber_chan_destroy(c[0]), 0);
+	assert_int_equal(fiber_chan_destroy(c[1]), 0);
+	runtime_stop();
+}
+
 /* More cases than the caller's stack holds: the allocated path. */
 static void test_select_many_cases(void **state)
 {
@@ -780,6 +851,7 @@ int main(void)
 		TEST(test_select_cancel_while_queueing_ends_it),
 		TEST(test_select_mesh_delivers_each_element_once),
 		TEST(test_select_from_a_foreign_thread),
+		TEST(test_select_foreign_deadline_racing_a_sender),
 		TEST(test_select_many_cases),
 		TEST(test_select_same_channel_in_two_cases),
 	};

@@ -285,10 +285,12 @@ static inline bool canceled(struct fb_waiter *w)
 
 /*
  * give_up - end @w, still queued under @lock, without sleeping: its
- * deadline has passed.  Wakers need @lock and no timer is armed, so only
- * fiber_cancel() can have claimed it; then its wake must be taken before
- * the fiber waits again.  Return (with @lock held): ETIMEDOUT, or
- * ECANCELED.
+ * deadline has passed.  No timer is armed, so whoever claimed it first
+ * is fiber_cancel() (a fiber's wait), or, for a select, whose waiters
+ * share one claim word across channels while only @lock is held, a
+ * waker of another channel (a fiber or a foreign thread).  Their wake
+ * must then be taken before the caller waits again.  Return (with @lock
+ * held): ETIMEDOUT, or ECANCELED (the claim word says which party won).
  */
 static int give_up(struct fb_waiter *w, struct fb_spinlock *lock)
 {
@@ -298,7 +300,11 @@ static int give_up(struct fb_waiter *w, struct fb_spinlock *lock)
 		return ETIMEDOUT;
 	}
 	fb_spin_unlock(lock);
-	fb_fiber_park(); /* the canceller's wake: PARKING, or RUNNING */
+	if (w->fiber)
+		fb_fiber_park(); /* the wake: PARKING, or RUNNING */
+	else
+		while (!fb_load_acquire(w->futexp))
+			fb_futex_wait(w->futexp, 0, NULL);
 	fb_spin_lock(lock);
 	return ECANCELED;
 }

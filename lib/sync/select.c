@@ -22,7 +22,10 @@
  * element is moved for it, and the selector unlinks it itself under its
  * channel's lock before returning (its frame holds the waiters).  Which
  * case won is told by its result, the only one that is no longer
- * SELECT_PENDING.
+ * SELECT_PENDING.  The winner's waker unlinked the winner, so its channel
+ * may be closed, destroyed and freed as soon as the select is woken: the
+ * selector takes the lock of a channel only while one of its waiters is
+ * still linked there, which keeps that channel's destroy at EBUSY.
  */
 #include "sync/chan.h"
 
@@ -98,6 +101,25 @@ static int check(const struct fiber_select_case *cases, size_t n,
 	return 0;
 }
 
+/* keep_held - keep in @locks (distinct, ascending; @n of them) the
+ * channels named by a case other than @win, in order; return how many.
+ * Every other channel may be gone. */
+static size_t keep_held(const struct fiber_select_case *cases, size_t n,
+			size_t win, struct fb_chan **locks, size_t nlocks)
+{
+	size_t k = 0;
+
+	for (size_t l = 0; l < nlocks; l++) {
+		for (size_t i = 0; i < n; i++) {
+			if (i != win && cases[i].chan == locks[l]) {
+				locks[k++] = locks[l];
+				break;
+			}
+		}
+	}
+	return k;
+}
+
 /*
  * wait_cases - queue a waiter per case and park until one is served, the
  * deadline passes or the caller is cancelled.  Context: every lock of
@@ -109,6 +131,7 @@ static int wait_cases(struct fiber_select_case *cases, size_t n,
 		      size_t nlocks, uint64_t deadline, size_t *chosen)
 {
 	struct fb_waiter *rep = &w[0];
+	size_t win;
 	int err, claim;
 
 	/* Only the first is prepared: preparing again would reset the
@@ -139,10 +162,22 @@ static int wait_cases(struct fiber_select_case *cases, size_t n,
 	 * another channel may claim it after the deadline passed but before
 	 * fb_waiter_wait_keep() gave up (it then reports ECANCELED). */
 	claim = fb_load_acquire(rep->claimp);
-	/* Unlink what nobody took: every waiter but the winner's. */
+	win = n;
+	if (claim == FB_CLAIM_WOKEN) {
+		/* The waker stored the result before its wake. */
+		for (win = 0; win < n; win++)
+			if (w[win].result != SELECT_PENDING)
+				break;
+		FB_ASSERT(win < n && "a select woke with no case served");
+	}
+	/* Unlink every waiter but the winner's, which its waker took off.
+	 * Only under the locks of channels that still hold one: the
+	 * winner's channel holds none unless another case names it, so it
+	 * may be destroyed and freed already (the lifetime rule). */
+	nlocks = keep_held(cases, n, win, locks, nlocks);
 	lock_all(locks, nlocks);
 	for (size_t i = 0; i < n; i++)
-		if (w[i].node.next != &w[i].node)
+		if (i != win)
 			fb_list_del(&w[i].node);
 	unlock_all(locks, nlocks);
 	if (claim == FB_CLAIM_CANCELED) {
@@ -151,14 +186,10 @@ static int wait_cases(struct fiber_select_case *cases, size_t n,
 	}
 	if (claim == FB_CLAIM_TIMEDOUT)
 		return ETIMEDOUT;
-	for (size_t i = 0; i < n; i++) {
-		if (w[i].result != SELECT_PENDING) {
-			*chosen = i;
-			return w[i].result;
-		}
-	}
-	FB_ASSERT(!"a select woke with no case served");
-	return EIO;
+	if (win == n)
+		return EIO;
+	*chosen = win;
+	return w[win].result;
 }
 
 /*
