@@ -1405,6 +1405,67 @@ static void test_io_drained_mark_does_not_outlive_plain_close(void **state)
 }
 
 /*
+ * The same server, but the second connection's bytes come after its
+ * read parked.  The fiber registered the number for the first
+ * connection, and a plain close(2) tells epoll, not us, that the file is
+ * gone: the accept must make the read check the registration, or the
+ * new file is never registered and the read waits out its deadline
+ * (ETIMEDOUT) with the bytes in the socket.
+ */
+static void *serve_serially_waiting(void *arg)
+{
+	struct serial *s = arg;
+	char buf[64];
+
+	s->fd1 = fiber_accept(s->l, NULL, NULL, SOCK_CLOEXEC);
+	s->n1 = fiber_read(s->fd1, buf, sizeof(buf));
+	close(s->fd1);
+	s->fd2 = fiber_accept(s->l, NULL, NULL, SOCK_CLOEXEC);
+	fiber_fd_set_deadline(s->fd2, fiber_now() + 10000 * MS,
+			      FIBER_NO_DEADLINE);
+	atomic_store(&s->phase, 1);
+	s->n2 = fiber_read(s->fd2, buf, sizeof(buf));
+	fiber_close(s->fd2);
+	return NULL;
+}
+
+static void test_io_serial_server_plain_close_waits_on_new_file(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	static struct serial s;
+	long long waits = io_waits();
+	int c1, c2;
+	fiber_t f;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	s.l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(s.l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(s.l, 4), 0);
+	assert_int_equal(getsockname(s.l, (struct sockaddr *)&a, &len), 0);
+	c1 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	c2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(c1, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(connect(c2, (struct sockaddr *)&a, sizeof(a)), 0);
+	f = spawn(serve_serially_waiting, &s);
+	wait_parked(waits, 1); /* the first read registered the number */
+	assert_int_equal(write(c1, "a", 1), 1);
+	while (atomic_load(&s.phase) < 1)
+		usleep(200);
+	wait_parked(waits, 2); /* the second read parked */
+	assert_int_equal(write(c2, "bc", 2), 2);
+	join(f);
+	assert_int_equal(s.n1, 1);
+	assert_int_equal(s.fd2, s.fd1);
+	assert_int_equal(s.n2, 2);
+	close(c1);
+	close(c2);
+	close(s.l);
+}
+
+/*
  * A short read of a datagram socket is one datagram, not an empty socket:
  * the next one, sent with it, is read at once (a drained mark would wait
  * for an edge that already came).
@@ -1839,6 +1900,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_io_short_datagram_read_is_not_drained),
 		cmocka_unit_test(
 			test_io_drained_mark_does_not_outlive_plain_close),
+		cmocka_unit_test(
+			test_io_serial_server_plain_close_waits_on_new_file),
 		cmocka_unit_test(
 			test_io_fd_registered_before_fork_works_in_child),
 		cmocka_unit_test(test_io_deadline_in_the_past_fails_at_once),

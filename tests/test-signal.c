@@ -112,6 +112,53 @@ static void test_signal_wait_pending_deadline_and_cancel(void **state)
 	assert_int_equal(w.rc, ECANCELED);
 }
 
+/*
+ * One fiber waits three times in a row.  Each wait opens a signalfd that
+ * gets the number the last one had: the poller must not take it for the
+ * fd it already watches (fiber_signal_wait closes it with fiber_close),
+ * or the second wait never sees its signal.  The deadline only bounds
+ * that failure, which then shows as ETIMEDOUT.
+ */
+struct waits {
+	sigset_t set;
+	atomic_int round;
+	int rc[3], sig[3];
+};
+
+static void *waiter3(void *p)
+{
+	struct waits *w = p;
+
+	for (int i = 0; i < 3; i++) {
+		atomic_store(&w->round, i + 1);
+		w->rc[i] = fiber_signal_wait(&w->set, &w->sig[i],
+					     fiber_now() + 30000000000ull);
+	}
+	return NULL;
+}
+
+static void test_signal_wait_again_and_again(void **state)
+{
+	struct waits w = { .rc = { -1, -1, -1 } };
+	fiber_t f;
+
+	(void)state;
+	sigemptyset(&w.set);
+	sigaddset(&w.set, SIGUSR1);
+	assert_int_equal(fiber_create(&f, NULL, waiter3, &w), 0);
+	for (int i = 0; i < 3; i++) {
+		while (atomic_load(&w.round) != i + 1)
+			usleep(1000);
+		usleep(20000); /* most likely parked by now; either way */
+		assert_int_equal(kill(getpid(), SIGUSR1), 0);
+	}
+	assert_int_equal(fiber_join(f, NULL), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(w.rc[i], 0);
+		assert_int_equal(w.sig[i], SIGUSR1);
+	}
+}
+
 static void test_signal_wait_refuses_unblocked_signals(void **state)
 {
 	sigset_t set;
@@ -135,6 +182,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_signal_wait_gets_a_signal_worker_runs_on),
 		cmocka_unit_test(test_signal_wait_pending_deadline_and_cancel),
+		cmocka_unit_test(test_signal_wait_again_and_again),
 		cmocka_unit_test(test_signal_wait_refuses_unblocked_signals),
 	};
 	sigset_t set;

@@ -22,6 +22,8 @@
 
 #include <fiber.h>
 
+#include "sched/sched.h"
+
 /* blocked - whether every signal of @set is blocked on this thread and
  * @set has one. */
 static bool blocked(const sigset_t *set)
@@ -63,6 +65,7 @@ int fiber_signal_wait(const sigset_t *set, int *sig, uint64_t deadline)
 	fd = signalfd(-1, set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (fd < 0)
 		return errno;
+	fb_poll_new_file(fd);
 	for (;;) {
 		if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 			*sig = (int)si.ssi_signo;
@@ -78,6 +81,9 @@ int fiber_signal_wait(const sigset_t *set, int *sig, uint64_t deadline)
 			break;
 		}
 	}
-	close(fd);
+	/* fiber_close(), not close(2): the next call's signalfd most likely
+	 * gets this number, and the poller must not take it for this one,
+	 * which it watches still (sched/netpoll.c). */
+	fiber_close(fd);
 	return err;
 }

@@ -57,8 +57,13 @@
  * that reuses the number, and never keeps the new file's readers waiting;
  * until another fiber waits on the number it stays parked (close(2) tells
  * epoll nothing we could see), which is why fiber_close() exists.  The
- * one case the check misses: the very fiber that registered a number
- * close(2)s it and waits on a new file there with no fiber_close() in
+ * files libfiber makes (fiber_accept(), the TCP helpers, the signalfd of
+ * fiber_signal_wait()) clear @owner of their number, so the first wait
+ * on one checks the registration whoever waits: a fiber that serves
+ * connections one after the other and close(2)s each does not wait on an
+ * unregistered file.  The one case the check misses: the very fiber that
+ * registered a number close(2)s it and waits on a file made elsewhere
+ * (socket(2), open(2)) at the same number with no fiber_close() in
  * between; that new file is never registered and the wait lasts until its
  * deadline.  Use fiber_close().
  *
@@ -541,9 +546,16 @@ void fb_poll_new_file(int fd)
 {
 	struct fb_iofd *d = iofd(fd, false);
 
-	if (d)
-		atomic_fetch_and_explicit(&d->ready, ~FB_IOFD_DRAINED_R,
-					  memory_order_relaxed);
+	if (!d)
+		return;
+	fb_spin_lock(&d->lock);
+	/* Whoever waits next checks the registration, even the fiber that
+	 * made the last one (a plain close(2) came in between). */
+	fb_store_relaxed(&d->owner[0], 0);
+	fb_store_relaxed(&d->owner[1], 0);
+	atomic_fetch_and_explicit(&d->ready, ~FB_IOFD_DRAINED_R,
+				  memory_order_relaxed);
+	fb_spin_unlock(&d->lock);
 }
 
 /* Inside a call on @fd (fb_poll_enter), so fb_poll_close() waits for it:

@@ -1375,9 +1375,11 @@ void fb_sched_idle_sleep(struct fb_worker *w);
 /* fb_sched_poll_kick - wake the worker sleeping in epoll (FB_WS_EPOLL).
  * Context: any thread; after the CAS that set NEED_RESCHED. */
 void fb_sched_poll_kick(void);
-/* fb_poll_new_file - @fd is a file libfiber just made (accept, socket):
- * whatever the entry of the number says of a drained earlier file is
- * dropped ("Drained reads" in sched/netpoll.c).  Context: any thread. */
+/* fb_poll_new_file - @fd is a file libfiber just made (accept, socket,
+ * signalfd): whatever the entry of the number says of an earlier file (a
+ * drained mark, which fiber checked the registration) is dropped
+ * ("Reuse of a number", "Drained reads" in sched/netpoll.c).
+ * Context: any thread. */
 void fb_poll_new_file(int fd);
 /*
  * fb_poll_wait_fd - park the calling fiber until @fd reports one of
