@@ -830,10 +830,13 @@ static void app_usr2(int sig)
 }
 
 /* The application's own action for the dump signal is back after
- * fiber_shutdown(). */
+ * fiber_shutdown(), and in the child of a fork(), which has no monitor
+ * to dump (exit status 0: the action was the application's). */
 static void test_monitor_dump_signal_gives_the_action_back(void **state)
 {
 	struct sigaction sa, now;
+	pid_t pid;
+	int st;
 
 	(void)state;
 	clear_env();
@@ -845,6 +848,14 @@ static void test_monitor_dump_signal_gives_the_action_back(void **state)
 	runtime_start(2);
 	assert_int_equal(sigaction(SIGUSR2, NULL, &now), 0);
 	assert_true(now.sa_handler != app_usr2);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(sigaction(SIGUSR2, NULL, &now) ||
+		      now.sa_handler != app_usr2);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
 	runtime_stop();
 	assert_int_equal(sigaction(SIGUSR2, NULL, &now), 0);
 	assert_true(now.sa_handler == app_usr2);

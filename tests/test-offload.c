@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <sched.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -378,6 +379,68 @@ static void test_offload_fork_child_makes_new_helpers(void **state)
 	assert_int_equal(fiber_shutdown(), 0);
 }
 
+/*
+ * A thread inherits its creator's CPUs.  A helper made by a pinned worker,
+ * and the child of a fork() from a fiber, must not keep that worker's
+ * one PU: they get the CPUs the process had when the runtime started.
+ */
+static int nr_cpus(void)
+{
+	cpu_set_t s;
+
+	return sched_getaffinity(0, sizeof(s), &s) ? -1 : CPU_COUNT(&s);
+}
+
+static void *cpus_of_caller(void *p)
+{
+	(void)p;
+	return (void *)(intptr_t)nr_cpus();
+}
+
+struct cpus {
+	int worker, helper, child;
+};
+
+static void *pinned_caller(void *p)
+{
+	struct cpus *c = p;
+	void *ret = NULL;
+	pid_t pid;
+	int st;
+
+	c->worker = nr_cpus();
+	if (fiber_offload(cpus_of_caller, NULL, &ret) == 0)
+		c->helper = (int)(intptr_t)ret;
+	pid = fork();
+	if (pid == 0)
+		_exit(nr_cpus() & 0x7f);
+	if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st))
+		c->child = WEXITSTATUS(st);
+	return NULL;
+}
+
+static void test_offload_helpers_and_fork_children_are_not_pinned(void **state)
+{
+	struct fiber_config cfg = { .workers = 2, .bind = 1, .bind_set = 1 };
+	struct cpus c = { -1, -1, -1 };
+	int all = nr_cpus();
+	fiber_t f;
+
+	(void)state;
+	if (all < 2 || all > 0x7f)
+		skip(); /* one CPU: nothing to tell apart */
+	assert_int_equal(fiber_init(&cfg), 0);
+	f = spawn(pinned_caller, &c);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(fiber_shutdown(), 0);
+	if (c.worker != 1)
+		print_message("# the worker was not pinned (%d CPUs): a loaded "
+			      "host unpins it\n",
+			      c.worker);
+	assert_int_equal(c.helper, all);
+	assert_int_equal(c.child, all);
+}
+
 struct gai {
 	const char *node;
 	int rc, family, err;
@@ -507,6 +570,7 @@ int main(void)
 		TEST(test_offload_from_a_thread_runs_inline),
 		TEST(test_offload_shutdown_waits_for_running_calls),
 		TEST(test_offload_fork_child_makes_new_helpers),
+		TEST(test_offload_helpers_and_fork_children_are_not_pinned),
 		TEST(test_getaddrinfo_results_and_errors),
 		TEST(test_offload_after_the_gate_closed_is_eshutdown),
 		TEST(test_offload_helpers_are_named),

@@ -149,6 +149,13 @@ static int spawn(void)
 	sigfillset(&all);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	/* A thread inherits its creator's CPUs, and a worker's may be one
+	 * PU: the helper would then compete with that worker's fibers for
+	 * it.  It gets the CPUs the runtime started with, as an unpinned
+	 * worker does. */
+	if (fb_worker_self() && CPU_COUNT(&fb_rt->cpus))
+		pthread_attr_setaffinity_np(&a, sizeof(fb_rt->cpus),
+					    &fb_rt->cpus);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = pthread_create(&t, &a, helper_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

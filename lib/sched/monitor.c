@@ -827,6 +827,12 @@ int fb_monitor_start(struct fb_runtime *r)
 	return 0;
 }
 
+void fb_monitor_atfork_child(struct fb_runtime *r)
+{
+	if (r->mon && r->params.dump_signal)
+		sigaction(r->params.dump_signal, &old_dump, NULL);
+}
+
 void fb_monitor_stop(struct fb_runtime *r)
 {
 	struct fb_monitor *m = r->mon;

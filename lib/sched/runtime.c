@@ -339,10 +339,12 @@ void fb_runtime_free_current(void)
  * says ESRCH, and no fiber of the parent ever runs (fb_rt_epoch moves
  * on).  The calling thread, even if it forked from a fiber, is an
  * ordinary thread of the child: fiber_self() is NULL, blocking calls
- * block it, and if the fiber's function returns the child exits with
+ * block it, it may run on the CPUs the runtime started with (not its
+ * worker's PU), and if the fiber's function returns the child exits with
  * status 0, as when the last thread of a process ends.  The poller is
- * closed in the child (the parent's epoll set is shared with it) and the
- * RCU machinery stops waiting for the parent's readers (topo/rcu.c).  The
+ * closed in the child (the parent's epoll set is shared with it), the
+ * dump signal's action is the application's again, and the RCU machinery
+ * stops waiting for the parent's readers (topo/rcu.c).  The
  * prepare handler holds the small process-wide locks (keys, handles,
  * stack pool) over the fork so that the child's copies are whole.
  * fork() + exec() and fork() + _exit() cost nothing more.  api/runtime.c
@@ -366,6 +368,11 @@ void fb_runtime_atfork(int phase)
 	pthread_mutex_init(&rt_mutex, NULL);
 	fb_store_relaxed(&graveyard_lock.locked, 0);
 	if (fb_rt) {
+		fb_monitor_atfork_child(fb_rt);
+		/* Forked from a worker: not pinned to its PU any more. */
+		if (fb_worker_self() && CPU_COUNT(&fb_rt->cpus))
+			(void)sched_setaffinity(0, sizeof(fb_rt->cpus),
+						&fb_rt->cpus);
 		fb_rt->forked_prev = forked_away;
 		forked_away = fb_rt;
 	}

@@ -1054,6 +1054,10 @@ int fb_monitor_start(struct fb_runtime *r);
 /* fb_monitor_stop - stop and join it.  Context: fiber_shutdown, before
  * the gate closes. */
 void fb_monitor_stop(struct fb_runtime *r);
+/* fb_monitor_atfork_child - the child of fork() has no monitor: the dump
+ * signal's action is the one fiber_init() found again.  Context: the
+ * child's atfork handler. */
+void fb_monitor_atfork_child(struct fb_runtime *r);
 /* fb_monitor_kick - wake a parked monitor.  Context: any thread, also a
  * signal handler (a store and a futex wake). */
 void fb_monitor_kick(void);
