@@ -125,7 +125,9 @@ FIBER_API int fiber_init(const struct fiber_config *config);
  * gives ESHUTDOWN (also to a thread already waiting in fiber_join).
  * Context: a thread that is not a worker.
  * Return: 0; EBUSY when fibers were abandoned (the runtime is stopped all
- * the same); EPERM from a fiber; ESRCH if the runtime is not running.
+ * the same); EPERM from a fiber; EDEADLK from a function that
+ * fiber_offload() runs (the stop would wait for that call); ESRCH if the
+ * runtime is not running.
  */
 FIBER_API int fiber_shutdown(void);
 

@@ -441,6 +441,42 @@ static void test_offload_helpers_and_fork_children_are_not_pinned(void **state)
 	assert_int_equal(c.child, all);
 }
 
+/* fiber_shutdown() from an offloaded function would wait for that very
+ * call: EDEADLK, and the runtime runs on. */
+static void *shutdown_inside(void *p)
+{
+	(void)p;
+	return (void *)(intptr_t)fiber_shutdown();
+}
+
+static void *shutdown_offloader(void *p)
+{
+	struct call *c = p;
+	void *ret = NULL;
+
+	c->rc = fiber_offload(shutdown_inside, NULL, &ret);
+	c->got = (intptr_t)ret;
+	return NULL;
+}
+
+static void test_offload_shutdown_from_a_helper_is_edeadlk(void **state)
+{
+	struct call c = { .rc = -1 }, d = { .arg = 5, .rc = -1 };
+	fiber_t f;
+
+	(void)state;
+	start_runtime(2);
+	f = spawn(shutdown_offloader, &c);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(c.got, EDEADLK);
+	f = spawn(plain_caller, &d); /* still running */
+	assert_int_equal(fiber_join(f, NULL), 0);
+	assert_int_equal(d.rc, 0);
+	assert_int_equal(d.got, 5);
+	assert_int_equal(fiber_shutdown(), 0);
+}
+
 struct gai {
 	const char *node;
 	int rc, family, err;
@@ -571,6 +607,7 @@ int main(void)
 		TEST(test_offload_shutdown_waits_for_running_calls),
 		TEST(test_offload_fork_child_makes_new_helpers),
 		TEST(test_offload_helpers_and_fork_children_are_not_pinned),
+		TEST(test_offload_shutdown_from_a_helper_is_edeadlk),
 		TEST(test_getaddrinfo_results_and_errors),
 		TEST(test_offload_after_the_gate_closed_is_eshutdown),
 		TEST(test_offload_helpers_are_named),

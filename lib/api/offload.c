@@ -97,12 +97,21 @@ static void job_put(struct job *j)
 		free(j);
 }
 
+/* Set on the helpers, for fiber_shutdown()'s check. */
+static __thread bool in_helper;
+
+bool fb_offload_in_helper(void)
+{
+	return in_helper;
+}
+
 static void *helper_main(void *unused)
 {
 	struct timespec until;
 	struct job *j;
 
 	(void)unused;
+	in_helper = true;
 	/* Named apart from the worker that created it, whose name a new
 	 * thread inherits: top -H and gdb tell blocking calls from fibers. */
 	pthread_setname_np(pthread_self(), "fiber-offload");

@@ -3,6 +3,8 @@
 #ifndef FB_API_OFFLOAD_H
 #define FB_API_OFFLOAD_H
 
+#include <stdbool.h>
+
 /* 64 threads.  Picked: enough for a server's name lookups and file calls
  * to overlap, few enough that a burst cannot make hundreds of threads. */
 #define FB_OFFLOAD_THREADS_DEFAULT 64
@@ -13,5 +15,8 @@ void fb_offload_configure(unsigned int max_threads);
 /* fb_offload_atfork - the pool's part of the fork handlers (FB_ATFORK_*).
  * Context: api/runtime.c's pthread_atfork handlers. */
 void fb_offload_atfork(int phase);
+/* fb_offload_in_helper - is the calling thread an offload helper?  Then
+ * it runs a job that fiber_shutdown() waits for.  Context: any thread. */
+bool fb_offload_in_helper(void);
 
 #endif

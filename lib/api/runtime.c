@@ -214,6 +214,10 @@ int fiber_shutdown(void)
 
 	if (fb_worker_self())
 		return EPERM;
+	/* A job of fiber_offload() is a call in progress that the stop
+	 * waits for (fb_rt_nr_outside): it would wait for itself. */
+	if (fb_offload_in_helper())
+		return EDEADLK;
 	fb_runtime_lock();
 	if (!fb_load_acquire(&fb_rt_up)) {
 		fb_runtime_unlock();
