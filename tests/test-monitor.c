@@ -772,6 +772,47 @@ static void test_monitor_dump_lists_every_fiber_and_its_wait(void **state)
 	close(fd_pair[1]);
 }
 
+/*
+ * fiber_dump() from a thread while fibers park and resume: the dump
+ * walks the saved stack of a fiber it saw parked, which may be running
+ * again by then, its frames live (the dump is a snapshot, by design).
+ * That read must not trip the sanitizers of an instrumented build (ASan
+ * saw another frame's redzones).  Counts only.
+ */
+static atomic_bool churn_stop;
+
+static void *churner(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&churn_stop))
+		fiber_usleep(1);
+	return NULL;
+}
+
+static void test_monitor_dump_while_fibers_churn(void **state)
+{
+	enum { FIBERS = 8, DUMPS = 1000 };
+	fiber_t f[FIBERS];
+	int fd, ok = 0;
+
+	(void)state;
+	clear_env();
+	runtime_start(2);
+	fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	atomic_store(&churn_stop, false);
+	for (int i = 0; i < FIBERS; i++)
+		f[i] = spawn("churn", churner, NULL, -1);
+	for (int i = 0; i < DUMPS; i++)
+		ok += fiber_dump(fd) == 0;
+	atomic_store(&churn_stop, true);
+	for (int i = 0; i < FIBERS; i++)
+		assert_int_equal(fiber_join(f[i], NULL), 0);
+	close(fd);
+	runtime_stop();
+	assert_int_equal(ok, DUMPS);
+}
+
 /* fiber_dump() misused: no runtime, a bad fd, a pipe nobody reads (EPIPE,
  * and no SIGPIPE kills the caller, whose action for it is the default). */
 static void test_monitor_dump_misuse_returns_errnos(void **state)
@@ -1125,6 +1166,7 @@ int main(void)
 		TEST(test_monitor_fd_waiter_is_no_deadlock),
 		TEST(test_monitor_dump_lists_every_fiber_and_its_wait),
 		TEST(test_monitor_dump_misuse_returns_errnos),
+		TEST(test_monitor_dump_while_fibers_churn),
 		TEST(test_monitor_dump_signal_prints_the_dump),
 		TEST(test_monitor_dump_signal_gives_the_action_back),
 		TEST(test_monitor_thread_is_named),

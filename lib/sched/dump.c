@@ -47,6 +47,9 @@
  * may be a moment stale, never a lock a stuck fiber could hold.  TSan
  * would report each such read. */
 #define FB_DUMP_RACY __attribute__((no_sanitize_thread))
+/* A backtrace walk reads the stack of a fiber it saw parked, which may
+ * be running again by then: frames that ASan guards with redzones. */
+#define FB_DUMP_STACK FB_DUMP_RACY __attribute__((no_sanitize_address))
 
 /* ---- what a fiber is doing ---------------------------------------------- */
 
@@ -114,8 +117,8 @@ FB_DUMP_RACY void fb_fiber_describe(const struct fb_fiber *f, uint64_t now,
 
 /* ---- backtraces ---------------------------------------------------------- */
 
-FB_DUMP_RACY int fb_bt_walk(uintptr_t pc, uintptr_t fp, uintptr_t lo,
-			    uintptr_t hi, uintptr_t *out, int max)
+FB_DUMP_STACK int fb_bt_walk(uintptr_t pc, uintptr_t fp, uintptr_t lo,
+			     uintptr_t hi, uintptr_t *out, int max)
 {
 	int n = 0;
 
@@ -138,7 +141,8 @@ FB_DUMP_RACY int fb_bt_walk(uintptr_t pc, uintptr_t fp, uintptr_t lo,
 	return n;
 }
 
-int fb_bt_saved(const void *sp, const void *top, uintptr_t *out, int max)
+FB_DUMP_STACK int fb_bt_saved(const void *sp, const void *top, uintptr_t *out,
+			      int max)
 {
 	const uintptr_t *slot = sp;
 	uintptr_t lo = (uintptr_t)sp, hi = (uintptr_t)top, ret, fp;
