@@ -1661,6 +1661,68 @@ static void test_io_deadline_moved_while_waiting(void **state)
 	close(sp[1]);
 }
 
+/*
+ * A deadline moved into the past while a reader is on its way to park
+ * (it read the old deadline, none, and has not queued yet): the reader
+ * must see the new one and fail with ETIMEDOUT, not park under the old
+ * one with nobody left to wake it.  20,000 rounds at random offsets; a
+ * lost wake hangs the test (no timing is asserted).
+ */
+struct dl_race {
+	int fd;
+	atomic_int go, started, done, bad;
+};
+
+static void *dl_reader(void *arg)
+{
+	struct dl_race *r = arg;
+	char c;
+
+	for (int i = 1; i <= 20000; i++) {
+		while (atomic_load(&r->go) != i)
+			fiber_yield();
+		atomic_store(&r->started, i);
+		if (fiber_read(r->fd, &c, 1) != -1 ||
+		    fiber_errno() != ETIMEDOUT)
+			atomic_fetch_add(&r->bad, 1);
+		atomic_store(&r->done, i);
+	}
+	return NULL;
+}
+
+static void test_io_deadline_moved_as_a_reader_parks(void **state)
+{
+	static struct dl_race r;
+	unsigned int seed = 7;
+	int sp[2];
+	fiber_t f;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	r.fd = sp[0];
+	f = spawn(dl_reader, &r);
+	for (int i = 1; i <= 20000; i++) {
+		assert_int_equal(fiber_fd_set_deadline(r.fd, FIBER_NO_DEADLINE,
+						       FIBER_NO_DEADLINE),
+				 0);
+		atomic_store(&r.go, i);
+		while (atomic_load(&r.started) != i)
+			;
+		for (volatile unsigned int k = rand_r(&seed) % 3000; k; k--)
+			;
+		assert_int_equal(
+			fiber_fd_set_deadline(r.fd, 1, FIBER_NO_DEADLINE), 0);
+		while (atomic_load(&r.done) != i)
+			sched_yield();
+	}
+	join(f);
+	assert_int_equal(atomic_load(&r.bad), 0);
+	assert_int_equal(fiber_close(sp[0]), 0);
+	close(sp[1]);
+}
+
 /* ---- datagrams and messages ---------------------------------------------- */
 
 struct dgram {
@@ -1906,6 +1968,7 @@ int main(int argc, char **argv)
 			test_io_fd_registered_before_fork_works_in_child),
 		cmocka_unit_test(test_io_deadline_in_the_past_fails_at_once),
 		cmocka_unit_test(test_io_deadline_moved_while_waiting),
+		cmocka_unit_test(test_io_deadline_moved_as_a_reader_parks),
 		cmocka_unit_test(test_io_udp_recvfrom_sendto),
 		cmocka_unit_test(test_io_unix_sendmsg_recvmsg_pass_an_fd),
 		cmocka_unit_test(test_io_idle_runtime_burns_no_cpu),

@@ -179,10 +179,12 @@ static uint64_t sock_deadline(struct call *k, int dir, int opt)
 	return t == 1 ? FB_NO_DEADLINE : fb_now_ns() + (t - 1);
 }
 
-/* The earlier of @deadline and @k's fd deadline for direction @dir. */
+/* The earlier of @deadline and @k's fd deadline for direction @dir (-1:
+ * none). */
 static uint64_t fd_deadline(struct call *k, int dir, uint64_t deadline)
 {
-	return FB_MIN(deadline, fb_poll_deadline(k->d, dir));
+	return dir < 0 ? deadline :
+			 FB_MIN(deadline, fb_poll_deadline(k->d, dir));
 }
 
 /* poll_thread - a foreign thread's wait: poll(2) outside the entry, which
@@ -218,21 +220,25 @@ static int poll_thread(struct call *k, short events, uint64_t deadline,
 }
 
 /*
- * wait_fd - wait until @k's fd reports one of @events, or @deadline.
+ * wait_fd - wait until @k's fd reports one of @events, or @deadline, or
+ * the fd deadline of direction @dldir (FB_IOFD_R, FB_IOFD_W; -1: none).
+ * A fiber's wait reads the fd deadline again once it is about to queue,
+ * so a fiber_fd_set_deadline() that came meanwhile is not missed.
  * Return: 0 (ready, or interrupted: retry), ETIMEDOUT, EBADF (closed), or
  * an errno.
  */
-static int wait_fd(struct call *k, short events, uint64_t deadline,
+static int wait_fd(struct call *k, short events, uint64_t deadline, int dldir,
 		   short *revents)
 {
 	uint32_t rev = 0;
 	int err;
 
+	deadline = fd_deadline(k, dldir, deadline);
 	if (deadline != FB_NO_DEADLINE && fb_now_ns() >= deadline)
 		return ETIMEDOUT;
 	if (!fb_current())
 		return poll_thread(k, events, deadline, revents);
-	err = fb_poll_wait_fd(k->fd, (uint32_t)events, deadline, &rev);
+	err = fb_poll_wait_fd(k->fd, (uint32_t)events, deadline, dldir, &rev);
 	if (revents)
 		*revents = (short)rev;
 	return err;
@@ -280,7 +286,7 @@ static ssize_t io_once(struct call *k, short events, int opt, io_op op,
 			deadline = sock_deadline(k, dir, opt);
 			timed = true;
 		}
-		err = wait_fd(k, events, fd_deadline(k, dir, deadline), NULL);
+		err = wait_fd(k, events, deadline, dir, NULL);
 		if (err == ETIMEDOUT && skip) {
 			late = true; /* the read is still tried once */
 		} else if (err) {
@@ -731,8 +737,7 @@ static int connect_wait(struct call *k, const struct sockaddr *addr,
 	if (err != EINPROGRESS && err != EINTR && err != EAGAIN)
 		return err;
 	do {
-		err = wait_fd(k, POLLOUT, fd_deadline(k, FB_IOFD_W, deadline),
-			      NULL);
+		err = wait_fd(k, POLLOUT, deadline, FB_IOFD_W, NULL);
 		if (err)
 			return err;
 		/* A wake says "look again": a ready bit may be older than
@@ -785,7 +790,7 @@ static int poll_wait(struct call *k, short events, int timeout_ms)
 			return -err;
 		if (timeout_ms == 0)
 			return 0;
-		err = wait_fd(k, events, deadline, &rev);
+		err = wait_fd(k, events, deadline, -1, &rev);
 		if (err == ETIMEDOUT)
 			return 0;
 		if (err)

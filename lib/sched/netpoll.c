@@ -560,7 +560,7 @@ void fb_poll_new_file(int fd)
 
 /* Inside a call on @fd (fb_poll_enter), so fb_poll_close() waits for it:
  * it checks CLOSING before it queues and after it wakes. */
-int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline,
+int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline, int dldir,
 		    uint32_t *revents)
 {
 	uint32_t dirs = dirs_of(events);
@@ -591,6 +591,11 @@ int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline,
 		fb_spin_unlock(&d->lock);
 		return 0;
 	}
+	/* fiber_fd_set_deadline() stores under the lock, then wakes the
+	 * queued waiters: a deadline read before the lock may be stale,
+	 * and this waiter, not queued yet, would not be woken for it. */
+	if (dldir >= 0)
+		deadline = FB_MIN(deadline, fb_poll_deadline(d, dldir));
 	fb_waiter_prepare(&w, FB_WAIT_FD | FB_WAIT_CANCELLABLE,
 			  (const void *)(intptr_t)fd);
 	w.data = events;

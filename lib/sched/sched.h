@@ -1387,12 +1387,14 @@ void fb_sched_poll_kick(void);
 void fb_poll_new_file(int fd);
 /*
  * fb_poll_wait_fd - park the calling fiber until @fd reports one of
- * @events (EPOLLIN, EPOLLOUT...; also ERR/HUP) or @deadline, and store
- * what was reported in *@revents.
+ * @events (EPOLLIN, EPOLLOUT...; also ERR/HUP) or @deadline, or the
+ * fiber_fd_set_deadline() deadline of direction @dldir (FB_IOFD_R,
+ * FB_IOFD_W; -1: none), read under the entry's lock, and store what was
+ * reported in *@revents.
  * Return: 0; ETIMEDOUT; the errno of epoll_ctl (EPERM: @fd cannot be
  * polled); ENOMEM; EBADF.  Context: fiber.
  */
-int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline,
+int fb_poll_wait_fd(int fd, uint32_t events, uint64_t deadline, int dldir,
 		    uint32_t *revents);
 /* fb_poll_fini - close the poller; the fd table stays for the process.
  * Context: shutdown, every worker stopped. */
