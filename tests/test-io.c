@@ -20,6 +20,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -30,11 +31,13 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1723,6 +1726,97 @@ static void test_io_deadline_moved_as_a_reader_parks(void **state)
 	close(sp[1]);
 }
 
+/*
+ * connect(2) saying EAGAIN (a full AF_UNIX backlog) starts no
+ * connection: the socket polls writable at once with SO_ERROR 0, and
+ * fiber_connect must not take that for a connection.
+ */
+static void *connect_full(void *arg)
+{
+	struct sockaddr_un *a = arg;
+	int c = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	long r;
+
+	r = fiber_connect(c, (struct sockaddr *)a, sizeof(*a), 5000) ?
+		    -fiber_errno() :
+		    0;
+	close(c);
+	return (void *)r;
+}
+
+static void test_io_connect_to_a_full_backlog_is_eagain(void **state)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int l = socket(AF_UNIX, SOCK_STREAM, 0), c[64], n = 0;
+
+	(void)state;
+	/* An abstract name: nothing to unlink. */
+	snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "test-io-%d",
+		 (int)getpid());
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 0), 0);
+	for (; n < 64; n++) { /* fill the backlog */
+		c[n] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		if (connect(c[n], (struct sockaddr *)&a, sizeof(a))) {
+			assert_int_equal(errno, EAGAIN);
+			close(c[n]);
+			break;
+		}
+	}
+	assert_true(n < 64);
+	assert_int_equal(join(spawn(connect_full, &a)), -EAGAIN);
+	while (n--)
+		close(c[n]);
+	close(l);
+}
+
+/*
+ * A socket timeout larger than 64-bit nanoseconds hold (Linux takes up
+ * to LONG_MAX / HZ seconds) is no timeout: the read waits for its byte
+ * rather than failing at once with ETIMEDOUT.
+ */
+static void test_io_huge_socket_timeout_waits(void **state)
+{
+	struct timeval tv = { .tv_sec = 18446744073 };
+	long long waits = io_waits();
+	int sp[2], base = atomic_load(&nr_returned);
+	fiber_t r;
+
+	(void)state;
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	assert_int_equal(
+		setsockopt(sp[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	r = spawn(read_once, (void *)(long)sp[0]);
+	while (io_waits() < waits + 1 && atomic_load(&nr_returned) == base)
+		usleep(500);
+	assert_int_equal(write(sp[1], "x", 1), 1);
+	assert_int_equal(join(r), 1);
+	assert_int_equal(fiber_close(sp[0]), 0);
+	close(sp[1]);
+}
+
+/* writev(2)'s EINVAL for a bad count, from a thread too (whose socket
+ * writes are sendmsg(2), which would say EMSGSIZE). */
+static void test_io_writev_bad_count_is_einval(void **state)
+{
+	struct iovec v = { "x", 1 };
+	int sp[2];
+
+	(void)state;
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	errno = 0;
+	assert_int_equal(fiber_writev(sp[0], &v, IOV_MAX + 1), -1);
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_int_equal(fiber_writev(sp[0], &v, -1), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(fiber_writev(sp[0], &v, 1), 1);
+	assert_int_equal(fiber_close(sp[0]), 0);
+	close(sp[1]);
+}
+
 /* ---- datagrams and messages ---------------------------------------------- */
 
 struct dgram {
@@ -1969,6 +2063,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_io_deadline_in_the_past_fails_at_once),
 		cmocka_unit_test(test_io_deadline_moved_while_waiting),
 		cmocka_unit_test(test_io_deadline_moved_as_a_reader_parks),
+		cmocka_unit_test(test_io_connect_to_a_full_backlog_is_eagain),
+		cmocka_unit_test(test_io_huge_socket_timeout_waits),
+		cmocka_unit_test(test_io_writev_bad_count_is_einval),
 		cmocka_unit_test(test_io_udp_recvfrom_sendto),
 		cmocka_unit_test(test_io_unix_sendmsg_recvmsg_pass_an_fd),
 		cmocka_unit_test(test_io_idle_runtime_burns_no_cpu),

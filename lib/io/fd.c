@@ -55,6 +55,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -167,16 +168,24 @@ static uint64_t sock_deadline(struct call *k, int dir, int opt)
 	struct timeval tv;
 	socklen_t len = sizeof(tv);
 
+	uint64_t d;
+
 	if (fb_unlikely(!t || !f ||
 			fb_load_relaxed(&k->d->owner[dir]) != f->id)) {
 		t = 1;
+		/* Linux takes up to LONG_MAX / HZ seconds, more than 64-bit
+		 * nanoseconds hold: a timeout that does not fit is none. */
 		if (!getsockopt(k->fd, SOL_SOCKET, opt, &tv, &len) &&
-		    tv.tv_sec >= 0 && (tv.tv_sec || tv.tv_usec > 0))
+		    tv.tv_sec >= 0 && (tv.tv_sec || tv.tv_usec > 0) &&
+		    (uint64_t)tv.tv_sec < UINT64_MAX / 1000000000u - 1)
 			t += (uint64_t)tv.tv_sec * 1000000000u +
 			     (uint64_t)tv.tv_usec * 1000u;
 		fb_store_relaxed(&k->d->timeo[dir], t);
 	}
-	return t == 1 ? FB_NO_DEADLINE : fb_now_ns() + (t - 1);
+	if (t == 1 || __builtin_add_overflow(fb_now_ns(), t - 1, &d) ||
+	    d == FB_NO_DEADLINE)
+		return FB_NO_DEADLINE;
+	return d;
 }
 
 /* The earlier of @deadline and @k's fd deadline for direction @dir (-1:
@@ -543,7 +552,9 @@ static ssize_t writev_all(struct call *k, const struct iovec *iov, int iovcnt)
 
 /*
  * fiber_writev - writev(2) of every byte of @iov, parking while @fd is
- * full.  Context: any thread.  Return: as fiber_write().
+ * full.  Context: any thread.  Return: as fiber_write(); EINVAL for an
+ * @iovcnt below 0 or above IOV_MAX, from every thread (a foreign
+ * thread's socket write is a sendmsg(2), which says EMSGSIZE).
  */
 ssize_t fiber_writev(int fd, const struct iovec *iov, int iovcnt)
 {
@@ -551,7 +562,9 @@ ssize_t fiber_writev(int fd, const struct iovec *iov, int iovcnt)
 	ssize_t n = -call_enter(&k, fd);
 
 	if (!n) {
-		n = writev_all(&k, iov, iovcnt);
+		n = iovcnt < 0 || iovcnt > IOV_MAX ?
+			    -EINVAL :
+			    writev_all(&k, iov, iovcnt);
 		call_leave(&k);
 	}
 	return posix_ret(n);
@@ -734,7 +747,10 @@ static int connect_wait(struct call *k, const struct sockaddr *addr,
 	if (connect(k->fd, addr, addrlen) == 0)
 		return 0;
 	err = sys_errno();
-	if (err != EINPROGRESS && err != EINTR && err != EAGAIN)
+	/* EAGAIN is no connection in progress (a full AF_UNIX backlog, no
+	 * local port left): the socket would poll writable at once, with
+	 * SO_ERROR 0, unconnected.  connect(2)'s error, as Go returns it. */
+	if (err != EINPROGRESS && err != EINTR)
 		return err;
 	do {
 		err = wait_fd(k, POLLOUT, deadline, FB_IOFD_W, NULL);
