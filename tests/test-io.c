@@ -1201,8 +1201,27 @@ static fiber_t stepper_first(struct stepper *s, int fd, int peek_at, int peer,
 	return r;
 }
 
+/* A connected TCP pair: fd[0] accepted, non-blocking. */
+static void tcp_pair(int fd[2])
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(l >= 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	fd[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(fd[1], (struct sockaddr *)&a, sizeof(a)), 0);
+	fd[0] = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	assert_true(fd[0] >= 0);
+	close(l);
+}
+
 /*
- * A short read of a stream socket marks it drained, and the next read
+ * A short read of a TCP socket marks it drained, and the next read
  * waits for an edge instead of calling read(2) for its EAGAIN (counter
  * io_drained_reads).  Nothing may be lost to it: bytes that came between
  * two reads, bytes that came with the peer's end of stream (no later edge
@@ -1216,8 +1235,7 @@ static void test_io_drained_stream_reads_lose_nothing(void **state)
 	fiber_t r;
 
 	(void)state;
-	assert_int_equal(
-		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	tcp_pair(sp);
 	drained = counter("io_drained_reads");
 	/* Read 0 registers the fd; its 4 bytes are short. */
 	r = stepper_first(&s, sp[0], 3, sp[1], "abcd", 4);
@@ -1278,23 +1296,6 @@ static void test_io_drained_stream_reads_lose_nothing(void **state)
 
 /* A loopback TCP connection: @fd[0] the accepted end (non-blocking), @fd[1]
  * the connecting end (blocking). */
-static void tcp_pair(int fd[2])
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	assert_true(l >= 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(l, 1), 0);
-	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
-	fd[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_int_equal(connect(fd[1], (struct sockaddr *)&a, sizeof(a)), 0);
-	fd[0] = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	assert_true(fd[0] >= 0);
-	close(l);
-}
 
 /*
  * The bytes and the end of stream in one TCP segment (TCP_CORK holds the
@@ -1466,6 +1467,103 @@ static void test_io_serial_server_plain_close_waits_on_new_file(void **state)
 	close(c1);
 	close(c2);
 	close(s.l);
+}
+
+/*
+ * Reads that stop short with bytes queued behind them: an AF_UNIX stream
+ * read stops at a message that carries SCM_RIGHTS, a TCP read at the
+ * urgent mark.  Neither may mark the socket drained, or the second read
+ * waits for an edge that already came, with the bytes in the socket
+ * (here until its deadline, 2 s: a wait-first that times out still
+ * reads once).  The second read must not wait at all.
+ */
+struct two_reads {
+	int fd;
+	ssize_t n[2];
+	char buf[2][64];
+	long long waits;  /* io_waits of the second read */
+	atomic_bool sent; /* everything is in the socket */
+};
+
+static void *read_twice(void *arg)
+{
+	struct two_reads *t = arg;
+	long long w;
+
+	t->n[0] = fiber_read(t->fd, t->buf[0], sizeof(t->buf[0]));
+	while (!atomic_load(&t->sent))
+		fiber_yield();
+	fiber_fd_set_deadline(t->fd, fiber_now() + 2000 * MS,
+			      FIBER_NO_DEADLINE);
+	w = io_waits();
+	t->n[1] = fiber_read(t->fd, t->buf[1], sizeof(t->buf[1]));
+	t->waits = io_waits() - w;
+	if (t->n[1] < 0)
+		t->n[1] = -fiber_errno();
+	return NULL;
+}
+
+static void send_with_rights(int sock, const char *data, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec v = { (void *)data, strlen(data) };
+	struct msghdr m = { .msg_iov = &v,
+			    .msg_iovlen = 1,
+			    .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	assert_int_equal(sendmsg(sock, &m, 0), (ssize_t)strlen(data));
+}
+
+static void test_io_short_read_with_bytes_behind_is_not_drained(void **state)
+{
+	static struct two_reads t;
+	long long waits;
+	int sp[2];
+	fiber_t r;
+
+	(void)state;
+	/* AF_UNIX: "A" with an fd, then "BBBB". */
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	memset(&t, 0, sizeof(t));
+	t.fd = sp[0];
+	waits = io_waits();
+	r = spawn(read_twice, &t);
+	wait_parked(waits, 1);
+	send_with_rights(sp[1], "A", 1);
+	assert_int_equal(write(sp[1], "BBBB", 4), 4);
+	atomic_store(&t.sent, true);
+	join(r);
+	assert_int_equal(t.n[0], 1);
+	assert_int_equal(t.n[1], 4);
+	assert_memory_equal(t.buf[1], "BBBB", 4);
+	assert_int_equal(t.waits, 0);
+	assert_int_equal(fiber_close(sp[0]), 0);
+	close(sp[1]);
+	/* TCP: "AAAA", the urgent "B", "CCCC". */
+	tcp_pair(sp);
+	memset(&t, 0, sizeof(t));
+	t.fd = sp[0];
+	waits = io_waits();
+	r = spawn(read_twice, &t);
+	wait_parked(waits, 1);
+	assert_int_equal(send(sp[1], "AAAA", 4, 0), 4);
+	assert_int_equal(send(sp[1], "B", 1, MSG_OOB), 1);
+	assert_int_equal(send(sp[1], "CCCC", 4, 0), 4);
+	atomic_store(&t.sent, true);
+	join(r);
+	assert_int_equal(t.n[0], 4);
+	assert_int_equal(t.n[1], 4);
+	assert_memory_equal(t.buf[1], "CCCC", 4);
+	assert_int_equal(t.waits, 0);
+	assert_int_equal(fiber_close(sp[0]), 0);
+	close(sp[1]);
 }
 
 /*
@@ -2054,6 +2152,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(
 			test_io_drained_read_sees_an_end_that_came_with_bytes),
 		cmocka_unit_test(test_io_short_datagram_read_is_not_drained),
+		cmocka_unit_test(
+			test_io_short_read_with_bytes_behind_is_not_drained),
 		cmocka_unit_test(
 			test_io_drained_mark_does_not_outlive_plain_close),
 		cmocka_unit_test(

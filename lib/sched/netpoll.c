@@ -82,13 +82,16 @@
  * the word) during the read leaves the entry unmarked, at the cost of one
  * system call later.  So a mark is never set where an earlier edge's bytes
  * could still be in the socket, whoever took that edge (a peek, a second
- * reader, a foreign thread).  Only a registered stream socket is marked
- * (FB_IOFD_STREAM, from SO_TYPE once at registration): a short datagram
- * read leaves the next datagram queued, and a terminal hands out a line at
- * a time.  An end of stream or an error that came with the bytes brings no
- * later edge, and the read after the bytes must see it: an event with
- * EPOLLRDHUP, EPOLLHUP or EPOLLERR sets FB_IOFD_HUP (sticky until the
- * entry is forgotten), and an entry with it is never marked.  A stale mark
+ * reader, a foreign thread).  Only a registered TCP socket is marked
+ * (FB_IOFD_TCP, from SO_PROTOCOL once at registration): a short datagram
+ * read leaves the next datagram queued, a terminal hands out a line at a
+ * time, and an AF_UNIX stream read stops short at a message that carries
+ * SCM_RIGHTS or new credentials, with bytes queued behind it.  A TCP read
+ * stops short at the urgent mark too, and an end of stream or an error
+ * that came with the bytes brings no later edge, and the read after the
+ * bytes must see it: an event with EPOLLRDHUP, EPOLLHUP, EPOLLERR or
+ * EPOLLPRI (urgent data) sets FB_IOFD_HUP (sticky until the entry is
+ * forgotten), and an entry with it is never marked.  A stale mark
  * (a plain close(2) and a new file at the number) costs another fiber a
  * wait that registers the new file, which reports its state: the same as
  * a wait after EAGAIN.  For the fiber that registered the old file no
@@ -142,6 +145,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -399,15 +403,16 @@ static int ctl(int op, int fd)
 	return epoll_ctl(poller.epfd, op, fd, &ev) ? errno : 0;
 }
 
-/* is_stream - the file at @fd is a stream socket (TCP, AF_UNIX
- * SOCK_STREAM): a read that returns less than it asked for emptied it. */
-static bool is_stream(int fd)
+/* is_tcp - the file at @fd is a TCP socket, where a read that returns
+ * less than it asked for emptied it, but at the urgent mark ("Drained
+ * reads" above). */
+static bool is_tcp(int fd)
 {
-	int type = 0;
-	socklen_t len = sizeof(type);
+	int proto = 0;
+	socklen_t len = sizeof(proto);
 
-	return !getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) &&
-	       type == SOCK_STREAM;
+	return !getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) &&
+	       proto == IPPROTO_TCP;
 }
 
 /*
@@ -448,8 +453,8 @@ static int register_locked(int fd, struct fb_iofd *d, struct fb_waiter *self,
 			err = ctl(EPOLL_CTL_MOD, fd);
 		if (err)
 			return err;
-		if (is_stream(fd))
-			atomic_fetch_or_explicit(&d->ready, FB_IOFD_STREAM,
+		if (is_tcp(fd))
+			atomic_fetch_or_explicit(&d->ready, FB_IOFD_TCP,
 						 memory_order_relaxed);
 		d->epoch = poller.epoch;
 	}
@@ -462,12 +467,13 @@ static int register_locked(int fd, struct fb_iofd *d, struct fb_waiter *self,
 
 /* note_read_event - the poller got read events @revents for @d: before
  * any waiter wakes or ready bit shows, end a drained mark, count the
- * event, and remember a hang-up ("Drained reads"). */
+ * event, and remember a hang-up or urgent data ("Drained reads"). */
 static void note_read_event(struct fb_iofd *d, uint32_t revents)
 {
-	uint32_t hup = (revents & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) ?
-			       FB_IOFD_HUP :
-			       0;
+	uint32_t hup =
+		(revents & (EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI)) ?
+			FB_IOFD_HUP :
+			0;
 	uint32_t v = fb_load_relaxed(&d->ready);
 
 	while (!atomic_compare_exchange_weak_explicit(

@@ -30,11 +30,11 @@ enum { FB_IOFD_R, FB_IOFD_W };
 #define FB_IOFD_READY_R (1u << FB_IOFD_R)
 #define FB_IOFD_READY_W (1u << FB_IOFD_W)
 /* More of @ready, about the file the entry registered ("Drained reads" in
- * sched/netpoll.c): it is a stream socket (set at registration); the
- * poller saw a hang-up, an error or the peer's shutdown (sticky); a fiber
- * read emptied the stream and no event came since; and, from bit 8, a
- * count of the read events the poller handed out (it wraps). */
-#define FB_IOFD_STREAM (1u << 2)
+ * sched/netpoll.c): it is a TCP socket (set at registration); the poller
+ * saw a hang-up, an error, the peer's shutdown or urgent data (sticky); a
+ * fiber read emptied the stream and no event came since; and, from bit 8,
+ * a count of the read events the poller handed out (it wraps). */
+#define FB_IOFD_TCP (1u << 2)
 #define FB_IOFD_HUP (1u << 3)
 #define FB_IOFD_DRAINED_R (1u << 4)
 #define FB_IOFD_EVENT_ONE (1u << 8)
@@ -49,7 +49,7 @@ struct fb_iofd {
 				   acquire on enter, release on leave */
 	/* FB_IOFD_READY_*: readiness the poller saw that no waiter took;
 	 * set under @lock, cleared by the wait that consumes it.  Also
-	 * FB_IOFD_STREAM and FB_IOFD_HUP (set under @lock) and
+	 * FB_IOFD_TCP and FB_IOFD_HUP (set under @lock) and
 	 * FB_IOFD_DRAINED_R (set and cleared by fd calls). */
 	_Atomic uint32_t ready;
 	uint32_t epoch; /* poller epoch of the registration, 0: none; @lock */
@@ -124,7 +124,7 @@ static inline uint32_t fb_poll_read_begin(struct fb_iofd *d)
 
 /*
  * fb_poll_note_short_read - the read that began at @before returned fewer
- * bytes than it asked for: if @d is a stream socket registered with the
+ * bytes than it asked for: if @d is a TCP socket registered with the
  * poller, no hang-up was seen, and nothing changed the entry since
  * @before (no event, no ready bit taken), the socket is empty now and any
  * byte that comes later brings an event, so the next read may wait first
@@ -134,8 +134,8 @@ static inline uint32_t fb_poll_read_begin(struct fb_iofd *d)
  */
 static inline void fb_poll_note_short_read(struct fb_iofd *d, uint32_t before)
 {
-	if ((before & (FB_IOFD_STREAM | FB_IOFD_HUP | FB_IOFD_DRAINED_R)) ==
-	    FB_IOFD_STREAM)
+	if ((before & (FB_IOFD_TCP | FB_IOFD_HUP | FB_IOFD_DRAINED_R)) ==
+	    FB_IOFD_TCP)
 		(void)atomic_compare_exchange_strong_explicit(
 			&d->ready, &before, before | FB_IOFD_DRAINED_R,
 			memory_order_relaxed, memory_order_relaxed);
