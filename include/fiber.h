@@ -647,11 +647,14 @@ FIBER_API int fiber_sleep_until(uint64_t deadline);
  * fiber_close(), which wakes them with EBADF, forgets the fd's poller state
  * (registration, deadlines, cached timeouts) and waits for the calls in
  * progress before it closes.  A plain close(2) under a parked fiber is a
- * misuse, but it never gets another file's data: epoll forgets the fd, so
- * the fiber stays parked until another fiber's call waits on the file that
- * reuses the number, and then it fails with EBADF (if the fiber that waited
- * on the old file is the one that waits on the new file, that wait may
- * last until its deadline: use fiber_close()).  fiber_close() does not
+ * misuse: the fiber stays parked until another fiber's call waits on the
+ * file that reuses the number, or sets its deadline, or libfiber makes it
+ * (fiber_accept(), the TCP helpers), and then fails with EBADF, never
+ * getting that file's data.  The one exception: the old file lives on (a
+ * dup, a child) and becomes ready first, when the fiber retries its call
+ * on the number.  If the fiber that waited on the old file is the one that
+ * waits on a new file made with socket(2) or open(2), that wait may last
+ * until its deadline.  Use fiber_close().  fiber_close() does not
  * interrupt a thread that is not a worker and blocks in poll(2) on the fd:
  * it gets EBADF when it wakes (at its timeout or the old file's next
  * event), and the close does not wait for it.  A fiber that fiber_shutdown()

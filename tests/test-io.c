@@ -787,6 +787,73 @@ static void test_io_number_reused_after_close_works(void **state)
 	close(sp[1]);
 }
 
+/*
+ * A plain close(2) under a parked reader (a misuse) and a new file at the
+ * number: the reader must fail with EBADF, never read the new file.
+ * Two ways it used to retry its read on the new file:
+ *   - the new file's owner set a deadline on it, which wakes the number's
+ *     waiters to wait again under it;
+ *   - the old file lived on in a dup and got bytes (an event), after
+ *     fiber_accept() made a connection at the number.
+ */
+static void test_io_plain_close_under_a_reader_never_misdelivers(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	long long base;
+	int sp[2], nw[2], l, c, keep, fd;
+	char buf[16];
+	fiber_t r;
+
+	(void)state;
+	/* The new owner sets a deadline. */
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	base = io_waits();
+	r = spawn(read_once, (void *)(long)sp[0]);
+	wait_parked(base, 1);
+	assert_int_equal(close(sp[0]), 0); /* the misuse */
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, nw), 0);
+	assert_int_equal(nw[0], sp[0]);
+	assert_int_equal(write(nw[1], "new", 3), 3);
+	assert_int_equal(fiber_fd_set_deadline(nw[0], FIBER_NO_DEADLINE,
+					       FIBER_NO_DEADLINE),
+			 0);
+	assert_int_equal(join(r), -EBADF);
+	assert_int_equal(fiber_read(nw[0], buf, sizeof(buf)), 3);
+	assert_int_equal(fiber_close(nw[0]), 0);
+	close(nw[1]);
+	close(sp[1]);
+	/* The old file lives on in a dup; an accept takes the number. */
+	l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	base = io_waits();
+	r = spawn(read_once, (void *)(long)sp[0]);
+	wait_parked(base, 1);
+	keep = dup(sp[0]);
+	assert_int_equal(close(sp[0]), 0); /* the misuse */
+	fd = fiber_accept(l, NULL, NULL, SOCK_CLOEXEC);
+	assert_int_equal(fd, sp[0]);
+	assert_int_equal(write(c, "new", 3), 3);
+	assert_int_equal(write(sp[1], "old", 3), 3); /* an event, old file */
+	assert_int_equal(join(r), -EBADF);
+	assert_int_equal(fiber_read(fd, buf, sizeof(buf)), 3);
+	assert_memory_equal(buf, "new", 3);
+	assert_int_equal(fiber_close(fd), 0);
+	close(keep);
+	close(sp[1]);
+	close(c);
+	close(l);
+}
+
 /* ---- writes to a peer that went away: EPIPE, never SIGPIPE -------------- */
 
 /*
@@ -2138,6 +2205,8 @@ int main(int argc, char **argv)
 			test_io_close_wakes_readers_and_writer_with_ebadf),
 		cmocka_unit_test(test_io_close_under_a_write_returns),
 		cmocka_unit_test(test_io_number_reused_after_close_works),
+		cmocka_unit_test(
+			test_io_plain_close_under_a_reader_never_misdelivers),
 		cmocka_unit_test(
 			test_io_write_to_gone_peer_from_fiber_is_epipe),
 		cmocka_unit_test(

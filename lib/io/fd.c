@@ -858,7 +858,7 @@ int fiber_fd_set_deadline(int fd, uint64_t read_deadline,
 	if (fcntl(fd, F_GETFD) < 0)
 		err = sys_errno();
 	else
-		fb_poll_set_deadline(d, read_deadline, write_deadline);
+		fb_poll_set_deadline(fd, d, read_deadline, write_deadline);
 	fb_poll_leave(d);
 	return err ? fail(err) : 0;
 }

@@ -52,11 +52,17 @@
  * or checked it last for that direction (@owner): a connection served by
  * one fiber costs one epoll_ctl, a fiber that finds a number reused under
  * it costs one more.  ENOENT means the file the queued waiters waited on
- * is gone: they are stale, fail with EBADF, and the new file is ADDed.  A
- * waiter parked on a closed fd therefore never gets the bytes of the file
- * that reuses the number, and never keeps the new file's readers waiting;
- * until another fiber waits on the number it stays parked (close(2) tells
- * epoll nothing we could see), which is why fiber_close() exists.  The
+ * is gone: they are stale, fail with EBADF, and the new file is ADDed.
+ * fiber_fd_set_deadline() wakes the waiters to retry, so it checks the
+ * same way first (while someone waits); a file libfiber makes
+ * (fb_poll_new_file) fails whoever waits on its number at once.  A waiter
+ * parked on a closed fd therefore does not get the bytes of the file that
+ * reuses the number, and never keeps the new file's readers waiting;
+ * until one of those happens it stays parked (close(2) tells epoll
+ * nothing we could see), which is why fiber_close() exists.  The one way
+ * around it: the old file lives on (a dup, a child keeps it registered
+ * under the number) and becomes ready first; the waiter then retries its
+ * call on whatever file has the number.  The
  * files libfiber makes (fiber_accept(), the TCP helpers, the signalfd of
  * fiber_signal_wait()) clear @owner of their number, so the first wait
  * on one checks the registration whoever waits: a fiber that serves
@@ -380,9 +386,20 @@ int fb_poll_close(int fd)
 	return 0;
 }
 
-void fb_poll_set_deadline(struct fb_iofd *d, uint64_t rd, uint64_t wd)
+static int ctl(int op, int fd);
+
+void fb_poll_set_deadline(int fd, struct fb_iofd *d, uint64_t rd, uint64_t wd)
 {
 	fb_spin_lock(&d->lock);
+	/* The waiters retry their system call when woken below: if a plain
+	 * close(2) took their file and the number is another file's now,
+	 * they must fail instead ("Reuse of a number").  One epoll_ctl, and
+	 * only while someone waits. */
+	if (!fb_list_empty(&d->waiters) && fb_load_acquire(&poller.up) &&
+	    d->epoch == poller.epoch && ctl(EPOLL_CTL_MOD, fd) == ENOENT) {
+		wake_all_locked(d, NULL, EBADF);
+		forget_locked(d);
+	}
 	fb_store_release(&d->deadline[FB_IOFD_R], rd + 1);
 	fb_store_release(&d->deadline[FB_IOFD_W], wd + 1);
 	wake_all_locked(d, NULL, 0);
@@ -555,6 +572,12 @@ void fb_poll_new_file(int fd)
 	if (!d)
 		return;
 	fb_spin_lock(&d->lock);
+	/* Whoever waits now waits on a file a plain close(2) took away:
+	 * woken, it would retry its call on this one. */
+	if (!fb_list_empty(&d->waiters)) {
+		wake_all_locked(d, NULL, EBADF);
+		forget_locked(d);
+	}
 	/* Whoever waits next checks the registration, even the fiber that
 	 * made the last one (a plain close(2) came in between). */
 	fb_store_relaxed(&d->owner[0], 0);

@@ -174,11 +174,13 @@ int fb_poll_close(int fd);
 
 /*
  * fb_poll_set_deadline - store fiber_fd_set_deadline()'s deadlines @rd and
- * @wd in @d (FB_NO_DEADLINE: none) and wake every fiber waiting on @d
- * with result 0, so that it retries and waits again under the new ones.
+ * @wd in @d, the entry of @fd (FB_NO_DEADLINE: none) and wake every fiber
+ * waiting on @d with result 0, so that it retries and waits again under
+ * the new ones; or with EBADF if the file they wait on is no longer the
+ * one at @fd (a plain close(2) and a reuse of the number).
  * Context: any thread, inside a call on @d; never switches.
  */
-void fb_poll_set_deadline(struct fb_iofd *d, uint64_t rd, uint64_t wd);
+void fb_poll_set_deadline(int fd, struct fb_iofd *d, uint64_t rd, uint64_t wd);
 
 /* fb_poll_deadline - fiber_fd_set_deadline()'s deadline of direction
  * @dir (FB_IOFD_R, FB_IOFD_W) of @d, FB_NO_DEADLINE if none.
