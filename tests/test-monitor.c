@@ -1081,6 +1081,47 @@ static void test_monitor_interval_lines_come_at_the_rate(void **state)
 	clear_env();
 }
 
+/* The interval lines give each counter's change since the line before;
+ * after fiber_stats_reset() (counters back at 0) that is the count since
+ * the reset, never a wrapped difference. */
+static void test_monitor_interval_lines_survive_a_reset(void **state)
+{
+	char path[] = "/tmp/test-monitor-reset-XXXXXX", *text, *p;
+	int fd = mkstemp(path), lines = 0;
+	uint64_t t0;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	clear_env();
+	setenv("LIBFIBER_STATS_INTERVAL_MS", "10", 1);
+	setenv("LIBFIBER_STATS_FILE", path, 1);
+	runtime_start(2);
+	for (int round = 0; round < 2; round++) {
+		t0 = now_ns();
+		while (fiber_stats_counter("stats_intervals") < 2 &&
+		       now_ns() - t0 < 20ull * 1000000000u)
+			assert_int_equal(
+				fiber_join(spawn("ping", ping, NULL, -1), NULL),
+				0);
+		if (!round)
+			fiber_stats_reset();
+	}
+	runtime_stop();
+	text = read_file(path);
+	for (p = text; (p = strstr(p, "=+")); p += 2) {
+		unsigned long long v = strtoull(p + 2, NULL, 10);
+
+		if (v > 1000000000000ull)
+			fail_msg("a wrapped change: %.40s\n%s", p - 10, text);
+		lines++;
+	}
+	assert_true(lines > 0);
+	free(text);
+	unlink(path);
+	clear_env();
+}
+
 /* LIBFIBER_STATS=1 without fiber_shutdown(): the table comes at exit, in
  * LIBFIBER_STATS_FILE, no line wider than 100 columns. */
 static void __attribute__((unused))
@@ -1172,6 +1213,7 @@ int main(void)
 		TEST(test_monitor_thread_is_named),
 		TEST(test_monitor_sleeps_with_only_the_deadlock_check),
 		TEST(test_monitor_interval_lines_come_at_the_rate),
+		TEST(test_monitor_interval_lines_survive_a_reset),
 #if !defined(__SANITIZE_THREAD__)
 		/* TSan cannot start threads in the child of a threaded process. */
 		TEST(test_monitor_stats_print_at_exit),

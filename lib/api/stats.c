@@ -420,7 +420,9 @@ static void interval(void)
 	for (size_t i = 0; i < FB_ARRAY_SIZE(interval_names); i++) {
 		uint64_t v = (uint64_t)counter(interval_names[i], true);
 
-		d[i] = v - interval_prev[i];
+		/* A counter below its last value was reset since
+		 * (fiber_stats_reset): all of it is the change. */
+		d[i] = v >= interval_prev[i] ? v - interval_prev[i] : v;
 		interval_prev[i] = v;
 	}
 	for (int w = 0; w < n; w++)
