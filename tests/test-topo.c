@@ -693,6 +693,27 @@ static void test_topo_open_refuses_garbage(void **state)
 	expect_refused("pack:2 core:0 pu:1", NULL);
 }
 
+/* A synthetic topology too large to load in seconds is refused before
+ * hwloc spends minutes on it (a flat level of thousands); a large one
+ * with narrow levels still loads. */
+static void test_topo_open_refuses_a_huge_synthetic_topology(void **state)
+{
+	struct fb_topo *t = NULL;
+	char err[1024] = "";
+
+	(void)state;
+	expect_refused("pu:4097", "at most 4096 objects per level");
+	expect_refused("pack:1000 pu:1000", "at most 16384 PUs");
+	expect_refused("pack:2(memory=1GB) [numa(memory=1GB)] core:2 pu:4097",
+		       "too large");
+	expect_refused("pack:8 core:1024 pu:4", "too large");
+	assert_int_equal(fb_topo_open(&t, "pack:16 l3:4 core:32 pu:8", err,
+				      sizeof(err)),
+			 0);
+	assert_int_equal(fb_topo_nr_pus(t), 16384);
+	fb_topo_close(t);
+}
+
 static void test_topo_open_refuses_missing_file(void **state)
 {
 	(void)state;
@@ -791,6 +812,8 @@ int main(void)
 		cmocka_unit_test(
 			test_topo_view_build_survives_allocation_failures),
 		cmocka_unit_test(test_topo_open_refuses_garbage),
+		cmocka_unit_test(
+			test_topo_open_refuses_a_huge_synthetic_topology),
 		cmocka_unit_test(test_topo_open_refuses_missing_file),
 		cmocka_unit_test(test_topo_open_refuses_empty_file),
 		cmocka_unit_test(test_topo_open_quotes_hwloc_on_malformed_xml),

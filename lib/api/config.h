@@ -58,7 +58,9 @@ FB_CONFIG(WORKERS, INT, 1, FIBER_WORKERS_MAX, NULL, NULL, workers,
 /* Unset or "": the machine.  api/env.c also records which name gave it
  * (fb_env.topology_name), for fb_topo_open_named()'s messages. */
 FB_CONFIG(TOPOLOGY, TEXT, 0, 0, NULL, NULL, topology, FB_CFG(topology),
-	  "hwloc synthetic description (`\"pack:2 numa:1 l3:2 core:4 pu:2\"`) "
+	  "hwloc synthetic description (`\"pack:2 numa:1 l3:2 core:4 pu:2\"`; "
+	  "at most 16384 PUs and 4096 objects per level, which hwloc loads "
+	  "in seconds) "
 	  "or the path of an hwloc XML file",
 	  "the machine")
 /* Unset: -1, which the runtime turns into adaptive pinning. */

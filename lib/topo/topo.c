@@ -20,6 +20,7 @@
  * remote node is at 20 and the local one at 10, the kernel's defaults.  Node
  * numbers handed out are OS indexes, the numbers libnuma uses.
  */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -426,13 +427,75 @@ out:
 	fb_free(own[1]);
 }
 
+/*
+ * Bounds on a synthetic description, checked before hwloc loads it:
+ * hwloc's time grows with the square of a level's width (a flat "pu:16000"
+ * takes a minute), and no more than FB_MAX_WORKERS workers ever run.
+ * Picked: "pu:4096" loads in about 3 s, "pack:4 core:1024 pu:4" (16384
+ * PUs) in about 4 s, on a 2-vCPU guest.
+ */
+#define FB_TOPO_MAX_ARITY FB_MAX_WORKERS
+#define FB_TOPO_MAX_PUS (4 * FB_MAX_WORKERS)
+
+/*
+ * synthetic_size - the PUs the synthetic description @spec asks for (the
+ * product of its levels' arities: "pack:2 core:4 pu:2", or bare numbers),
+ * saturated above FB_TOPO_MAX_PUS, and its widest level in *@arity.
+ * Attributes in parentheses and attached memory levels in brackets add
+ * none.  An estimate for the bounds only: hwloc judges the syntax.
+ */
+static unsigned long synthetic_size(const char *spec, unsigned long *arity)
+{
+	unsigned long pus = 1;
+	const char *p = spec;
+
+	*arity = 0;
+	while (*p) {
+		const char *tok = p, *num;
+		int depth = 0;
+
+		/* One token: up to a blank outside () and []. */
+		for (; *p && (depth || !isspace((unsigned char)*p)); p++) {
+			if (*p == '(' || *p == '[')
+				depth++;
+			else if ((*p == ')' || *p == ']') && depth)
+				depth--;
+		}
+		if (*tok != '[' && *tok != '(') {
+			num = memchr(tok, ':', (size_t)(p - tok));
+			num = num ? num + 1 : tok;
+			if (isdigit((unsigned char)*num)) {
+				unsigned long n = strtoul(num, NULL, 10);
+
+				n = FB_MIN(n, FB_TOPO_MAX_PUS + 1ul);
+				*arity = FB_MAX(*arity, n);
+				pus = FB_MIN(pus * n, FB_TOPO_MAX_PUS + 1ul);
+			}
+		}
+		while (isspace((unsigned char)*p))
+			p++;
+	}
+	return pus;
+}
+
 static int load_spec(struct fb_topo *t, const char *spec, const char *name,
 		     char *err, size_t errlen)
 {
 	bool xml = spec_is_xml(spec);
+	unsigned long arity;
 	char why[512];
 	struct stat st;
 
+	if (!xml && (synthetic_size(spec, &arity) > FB_TOPO_MAX_PUS ||
+		     arity > FB_TOPO_MAX_ARITY)) {
+		snprintf(err, errlen,
+			 "%s=\"%s\": too large; expected a synthetic "
+			 "description of at most %d PUs, at most %d objects "
+			 "per level, such as \"pack:2 numa:1 l3:2 core:4 "
+			 "pu:2\"",
+			 name, spec, FB_TOPO_MAX_PUS, FB_TOPO_MAX_ARITY);
+		return EINVAL;
+	}
 	if (hwloc_topology_init(&t->topo) < 0)
 		return ENOMEM;
 	if (xml && stat(spec, &st) < 0) {
