@@ -183,18 +183,28 @@ static const struct run *first_run(const struct run *r, size_t n, uint64_t id,
 	return lo < n && r[lo].id == id ? &r[lo] : NULL;
 }
 
-/* Names of the fibers created while tracing, by id. */
-static const char *name_of(struct fb_trace_buf **bufs, int nb, uint64_t id)
-{
-	for (int b = 0; b < nb; b++) {
-		uint32_t n = fb_load_acquire(&bufs[b]->nr);
+/* A fiber created while tracing, and its name, for the run events. */
+struct named {
+	uint64_t id;
+	const char *name;
+};
 
-		for (uint32_t i = 0; i < n; i++)
-			if (bufs[b]->ev[i].type == EV_CREATE &&
-			    bufs[b]->ev[i].id == id)
-				return bufs[b]->ev[i].name;
-	}
-	return "";
+static int named_cmp(const void *a, const void *b)
+{
+	const struct named *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* name_of - the name fiber @id was created with, "" if it was not
+ * created while tracing; @names sorted by id. */
+static const char *name_of(const struct named *names, size_t n, uint64_t id)
+{
+	struct named key = { id, NULL };
+	const struct named *f =
+		bsearch(&key, names, n, sizeof(*names), named_cmp);
+
+	return f ? f->name : "";
 }
 
 static double us(uint64_t t, uint64_t t0)
@@ -202,35 +212,45 @@ static double us(uint64_t t, uint64_t t0)
 	return t > t0 ? (double)(t - t0) / 1e3 : 0;
 }
 
-static void write_runs(FILE *out, struct fb_trace_buf **bufs, int nb,
-		       int worker, uint64_t t0, uint64_t end, bool *first)
+static void write_run(FILE *out, const struct named *names, size_t nr_names,
+		      int worker, const struct ev *e, uint64_t stop,
+		      uint64_t t0, bool *first)
 {
-	struct fb_trace_buf *b = bufs[worker];
-	uint32_t n = fb_load_acquire(&b->nr);
+	const char *name = name_of(names, nr_names, e->id);
 	char esc[64];
+
+	fb_escape(esc, sizeof(esc), name, strlen(name));
+	fprintf(out,
+		"%s{\"ph\":\"X\",\"name\":\"fiber %llu %s\",\"pid\":1,"
+		"\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+		"\"args\":{\"fiber\":%llu}}",
+		*first ? "" : ",\n", (unsigned long long)e->id, esc, worker,
+		us(e->ts, t0), us(stop, e->ts), (unsigned long long)e->id);
+	*first = false;
+}
+
+/* write_runs - the run intervals of @worker: each run of a fiber lasts
+ * until the worker's next run event (another fiber, or idle), the last
+ * one until @end.  One pass. */
+static void write_runs(FILE *out, struct fb_trace_buf *b,
+		       const struct named *names, size_t nr_names, int worker,
+		       uint64_t t0, uint64_t end, bool *first)
+{
+	uint32_t n = fb_load_acquire(&b->nr);
+	const struct ev *open = NULL;
 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct ev *e = &b->ev[i];
-		uint64_t stop = end;
 
-		if (e->type != EV_RUN || !e->id)
+		if (e->type != EV_RUN)
 			continue;
-		for (uint32_t k = i + 1; k < n; k++)
-			if (b->ev[k].type == EV_RUN) {
-				stop = b->ev[k].ts;
-				break;
-			}
-		fb_escape(esc, sizeof(esc), name_of(bufs, nb, e->id),
-			  strlen(name_of(bufs, nb, e->id)));
-		fprintf(out,
-			"%s{\"ph\":\"X\",\"name\":\"fiber %llu %s\",\"pid\":1,"
-			"\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
-			"\"args\":{\"fiber\":%llu}}",
-			*first ? "" : ",\n", (unsigned long long)e->id, esc,
-			worker, us(e->ts, t0), us(stop, e->ts),
-			(unsigned long long)e->id);
-		*first = false;
+		if (open)
+			write_run(out, names, nr_names, worker, open, e->ts, t0,
+				  first);
+		open = e->id ? e : NULL;
 	}
+	if (open)
+		write_run(out, names, nr_names, worker, open, end, t0, first);
 }
 
 void fb_trace_write(void)
@@ -238,7 +258,8 @@ void fb_trace_write(void)
 	struct fb_runtime *r = fb_rt;
 	struct fb_trace_buf *bufs[FIBER_WORKERS_MAX + 1];
 	struct run *runs = NULL;
-	size_t nr_runs = 0, cap = 0;
+	struct named *names = NULL;
+	size_t nr_runs = 0, nr_names = 0, cap = 0;
 	uint64_t t0 = UINT64_MAX, end = fb_sched_clock(), dropped = 0, flow = 0;
 	bool first = true;
 	FILE *out;
@@ -259,8 +280,9 @@ void fb_trace_write(void)
 			t0 = FB_MIN(t0, bufs[b]->ev[i].ts);
 	}
 	runs = malloc((cap + 1) * sizeof(*runs));
+	names = malloc((cap + 1) * sizeof(*names));
 	out = fopen(trace_path, "we");
-	if (!out || !runs) {
+	if (!out || !runs || !names) {
 		fprintf(stderr, "libfiber: LIBFIBER_TRACE=\"%s\": %s\n",
 			trace_path, strerror(out ? ENOMEM : errno));
 		goto out;
@@ -275,6 +297,16 @@ void fb_trace_write(void)
 						      bufs[b]->ev[i].ts, b };
 	}
 	qsort(runs, nr_runs, sizeof(*runs), run_cmp);
+	for (int b = 0; b <= nb; b++) {
+		uint32_t n = fb_load_acquire(&bufs[b]->nr);
+
+		for (uint32_t i = 0; i < n && nr_names < cap; i++)
+			if (bufs[b]->ev[i].type == EV_CREATE)
+				names[nr_names++] =
+					(struct named){ bufs[b]->ev[i].id,
+							bufs[b]->ev[i].name };
+	}
+	qsort(names, nr_names, sizeof(*names), named_cmp);
 	fprintf(out, "{\"traceEvents\":[\n");
 	for (int w = 0; w < nb; w++) {
 		fprintf(out,
@@ -282,7 +314,7 @@ void fb_trace_write(void)
 			"\"tid\":%d,\"args\":{\"name\":\"fiber-w%d\"}}",
 			first ? "" : ",\n", w, w);
 		first = false;
-		write_runs(out, bufs, nb + 1, w, t0, end, &first);
+		write_runs(out, bufs[w], names, nr_names, w, t0, end, &first);
 	}
 	fprintf(out,
 		",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,"
@@ -322,4 +354,5 @@ out:
 	if (out)
 		fclose(out);
 	free(runs);
+	free(names);
 }
