@@ -205,6 +205,14 @@ int main(int argc, char **argv)
 			rc == EINVAL ? err : strerror(rc));
 		return 1;
 	}
+	if (!workers && fb_topo_nr_pus(t) > FB_MAX_WORKERS) {
+		fprintf(stderr,
+			"fiber-topology: %d PUs, more than the %d workers a "
+			"view can have; expected --workers from 1 to %d\n",
+			fb_topo_nr_pus(t), FB_MAX_WORKERS, FB_MAX_WORKERS);
+		fb_topo_close(t);
+		return 2;
+	}
 	rc = fb_topo_view_build(
 		t, workers,
 		(feats & FB_FEAT_BIT(ASYM_PACKING)) ? FB_VIEW_ASYM_PACKING : 0,
