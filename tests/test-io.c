@@ -547,6 +547,23 @@ static long long io_waits(void)
 	return fiber_stats_counter("io_waits");
 }
 
+/* A non-blocking TCP socket listening on a loopback port the kernel
+ * picks, whose address goes in *@a. */
+static int listen_loopback(struct sockaddr_in *a, int backlog)
+{
+	socklen_t len = sizeof(*a);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	assert_true(l >= 0);
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(l, (struct sockaddr *)a, sizeof(*a)), 0);
+	assert_int_equal(listen(l, backlog), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)a, &len), 0);
+	return l;
+}
+
 /* Wait until @n more fibers than @base queued on the poller. */
 static void wait_parked(long long base, int n)
 {
@@ -798,8 +815,7 @@ static void test_io_number_reused_after_close_works(void **state)
  */
 static void test_io_plain_close_under_a_reader_never_misdelivers(void **state)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
+	struct sockaddr_in a;
 	long long base;
 	int sp[2], nw[2], l, c, keep, fd;
 	char buf[16];
@@ -826,11 +842,7 @@ static void test_io_plain_close_under_a_reader_never_misdelivers(void **state)
 	close(nw[1]);
 	close(sp[1]);
 	/* The old file lives on in a dup; an accept takes the number. */
-	l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(l, 1), 0);
-	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	l = listen_loopback(&a, 1);
 	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(
@@ -1435,8 +1447,7 @@ static void *serve_serially(void *arg)
 
 static void test_io_drained_mark_does_not_outlive_plain_close(void **state)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
+	struct sockaddr_in a;
 	static struct serial s;
 	long long waits = io_waits();
 	int c1, c2;
@@ -1444,11 +1455,7 @@ static void test_io_drained_mark_does_not_outlive_plain_close(void **state)
 
 	(void)state;
 	memset(&s, 0, sizeof(s));
-	s.l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(s.l, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(s.l, 4), 0);
-	assert_int_equal(getsockname(s.l, (struct sockaddr *)&a, &len), 0);
+	s.l = listen_loopback(&a, 4);
 	c1 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	c2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_int_equal(connect(c1, (struct sockaddr *)&a, sizeof(a)), 0);
@@ -1502,8 +1509,7 @@ static void *serve_serially_waiting(void *arg)
 
 static void test_io_serial_server_plain_close_waits_on_new_file(void **state)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
+	struct sockaddr_in a;
 	static struct serial s;
 	long long waits = io_waits();
 	int c1, c2;
@@ -1511,11 +1517,7 @@ static void test_io_serial_server_plain_close_waits_on_new_file(void **state)
 
 	(void)state;
 	memset(&s, 0, sizeof(s));
-	s.l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(s.l, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(s.l, 4), 0);
-	assert_int_equal(getsockname(s.l, (struct sockaddr *)&a, &len), 0);
+	s.l = listen_loopback(&a, 4);
 	c1 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	c2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_int_equal(connect(c1, (struct sockaddr *)&a, sizeof(a)), 0);
