@@ -132,6 +132,22 @@ static void test_cgroup_without_v2_is_no_limit(void **state)
 	fb_cgroup_self = self;
 	put("self", "0::/a/b\n");
 	assert_int_equal(fb_cgroup_cpu_limit(), 2);
+	put("self", "0::/a/..\n");
+	assert_int_equal(fb_cgroup_cpu_limit(), 0);
+}
+
+/* A name that starts with ".." is a name, not a climb. */
+static void test_cgroup_dotdot_name_is_a_name(void **state)
+{
+	char path[160];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/..svc", root);
+	assert_int_equal(mkdir(path, 0700), 0);
+	put("..svc/cpu.max", "300000 100000\n");
+	put("self", "0::/..svc\n");
+	assert_int_equal(fb_cgroup_cpu_limit(), 3);
+	put("self", "0::/a/b\n");
 }
 
 /* 4 PUs, 2.5 CPUs of bandwidth: 3 workers; a worker count set wins. */
@@ -166,6 +182,8 @@ int main(void)
 			test_cgroup_malformed_is_no_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_cgroup_without_v2_is_no_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_cgroup_dotdot_name_is_a_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_cgroup_sets_default_worker_count, setup, teardown),
 	};

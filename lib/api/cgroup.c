@@ -78,6 +78,16 @@ static double level_limit(const char *dir)
 	return quota / period;
 }
 
+/* climbs - whether path @p has a ".." component, which would lead out of
+ * the cgroup tree ("..svc" is a name like any other). */
+static bool climbs(const char *p)
+{
+	for (const char *c = strstr(p, "/.."); c; c = strstr(c + 1, "/.."))
+		if (c[3] == '/' || c[3] == '\0')
+			return true;
+	return false;
+}
+
 int fb_cgroup_cpu_limit(void)
 {
 	const char *root = fb_cgroup_root ? fb_cgroup_root : "/sys/fs/cgroup";
@@ -86,7 +96,7 @@ int fb_cgroup_cpu_limit(void)
 	size_t rlen = strlen(root);
 	char *slash;
 
-	if (!self_path(rel, sizeof(rel)) || strstr(rel, "/..") ||
+	if (!self_path(rel, sizeof(rel)) || climbs(rel) ||
 	    rlen + strlen(rel) >= sizeof(dir))
 		return 0;
 	memcpy(dir, root, rlen);
