@@ -4,6 +4,7 @@
  * LIBFIBER_SCHED_FEATURES parser.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -142,6 +143,42 @@ static void test_features_api_set_get_string(void **state)
 	fb_store_relaxed(&fb_features_mask, fb_features_default());
 }
 
+/* Two threads switch one feature each, 100,000 times: each must read
+ * back its own switch, whatever the other one did meanwhile (no runtime
+ * needed: the mask is the process's). */
+static void *toggler(void *arg)
+{
+	const char *name = arg;
+	char off[32];
+	long lost = 0;
+
+	snprintf(off, sizeof(off), "NO_%s", name);
+	for (int i = 0; i < 100000; i++) {
+		if (fiber_sched_features_set(off) ||
+		    fiber_sched_feature_get(name) != 0)
+			lost++;
+		if (fiber_sched_features_set(name) ||
+		    fiber_sched_feature_get(name) != 1)
+			lost++;
+	}
+	return (void *)lost;
+}
+
+static void test_features_concurrent_sets_lose_nothing(void **state)
+{
+	pthread_t a, b;
+	void *la, *lb;
+
+	(void)state;
+	assert_int_equal(pthread_create(&a, NULL, toggler, "SIS_UTIL"), 0);
+	assert_int_equal(pthread_create(&b, NULL, toggler, "WA_IDLE"), 0);
+	assert_int_equal(pthread_join(a, &la), 0);
+	assert_int_equal(pthread_join(b, &lb), 0);
+	assert_int_equal((long)la, 0);
+	assert_int_equal((long)lb, 0);
+	fb_store_relaxed(&fb_features_mask, fb_features_default());
+}
+
 /* Every feature is documented in README.md (doc/design.md 7). */
 static void test_features_documented_in_readme(void **state)
 {
@@ -172,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_features_unknown_name_refused),
 		cmocka_unit_test(test_features_every_name_round_trips),
 		cmocka_unit_test(test_features_api_set_get_string),
+		cmocka_unit_test(test_features_concurrent_sets_lose_nothing),
 		cmocka_unit_test(test_features_documented_in_readme),
 	};
 

@@ -18,18 +18,21 @@
 int fiber_sched_features_set(const char *spec)
 {
 	char err[512];
-	uint64_t old = fb_load_relaxed(&fb_features_mask), m;
+	uint64_t old = fb_load_seqcst(&fb_features_mask), m;
 	int rc;
 
 	if (!spec)
 		return EINVAL;
-	rc = fb_features_parse("LIBFIBER_SCHED_FEATURES", spec, old, &m, err,
-			       sizeof(err));
-	if (rc) {
-		fprintf(stderr, "libfiber: %s\n", err);
-		return rc;
-	}
-	fb_store_seqcst(&fb_features_mask, m);
+	/* The words apply to the mask they were parsed against: a switch of
+	 * another thread in between is parsed again, never overwritten. */
+	do {
+		rc = fb_features_parse("LIBFIBER_SCHED_FEATURES", spec, old, &m,
+				       err, sizeof(err));
+		if (rc) {
+			fprintf(stderr, "libfiber: %s\n", err);
+			return rc;
+		}
+	} while (!fb_cas_seqcst(&fb_features_mask, &old, m));
 	if (m != old)
 		fb_sched_features_changed(old, m);
 	return 0;
