@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,8 @@
 #include <cmocka.h>
 
 #include "base/common.h"
+#include "sched/sched.h"
+#include "topo/rcu.h"
 #include "fiber.h"
 
 static void test_features_defaults_match_spec(void **state)
@@ -179,6 +182,125 @@ static void test_features_concurrent_sets_lose_nothing(void **state)
 	fb_store_relaxed(&fb_features_mask, fb_features_default());
 }
 
+/* ---- ASYM_PACKING switches and the domain view ------------------------- */
+
+/* After a failure too: the next test starts its own runtime. */
+static int stop_runtime(void **state)
+{
+	(void)state;
+	fiber_shutdown();
+	unsetenv("LIBFIBER_STALL_MS");
+	fb_store_relaxed(&fb_features_mask, fb_features_default());
+	return 0;
+}
+
+static bool view_asym(void)
+{
+	return fb_load_acquire(&fb_topo_view_current)->build_flags &
+	       FB_VIEW_ASYM_PACKING;
+}
+
+static void *switch_asym_on(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)fiber_sched_features_set("ASYM_PACKING");
+}
+
+/* A switch that finds the runtime's mutex taken (a start, a stop, another
+ * switch) still reaches the view: the holder brings it in step when it
+ * lets go. */
+static void test_features_switch_behind_the_lock_reaches_the_view(void **state)
+{
+	struct fiber_config c = { .workers = 2 };
+	pthread_t t;
+	void *rc;
+
+	(void)state;
+	assert_int_equal(fiber_init(&c), 0);
+	assert_false(view_asym());
+	fb_runtime_lock();
+	assert_int_equal(pthread_create(&t, NULL, switch_asym_on, NULL), 0);
+	assert_int_equal(pthread_join(t, &rc), 0);
+	assert_int_equal((intptr_t)rc, 0);
+	assert_int_equal(fiber_sched_feature_get("ASYM_PACKING"), 1);
+	fb_runtime_unlock();
+	assert_true(view_asym());
+	assert_int_equal(fiber_sched_features_set("NO_ASYM_PACKING"), 0);
+	assert_false(view_asym());
+	assert_int_equal(fiber_shutdown(), 0);
+	fb_store_relaxed(&fb_features_mask, fb_features_default());
+}
+
+/*
+ * A fiber switches ASYM_PACKING while a fiber of the other worker spins,
+ * with no scheduling point, until the switch is done: the switch must not
+ * wait for that worker.  The spinner gives up after 20 s (then the test
+ * fails), so a regression costs 20 s, not a hang.
+ */
+static atomic_int spin_state; /* 1: spinning, 2: switched, 3: gave up */
+
+static void *spinner(void *arg)
+{
+	uint64_t end = fiber_now() + 20000000000ull;
+
+	(void)arg;
+	atomic_store(&spin_state, 1);
+	while (atomic_load(&spin_state) == 1)
+		if (fiber_now() > end)
+			atomic_store(&spin_state, 3);
+	return NULL;
+}
+
+static void *switcher(void *arg)
+{
+	int rc;
+
+	(void)arg;
+	while (atomic_load(&spin_state) == 0)
+		fiber_yield();
+	rc = fiber_sched_features_set("ASYM_PACKING");
+	atomic_compare_exchange_strong(&spin_state, &(int){ 1 }, 2);
+	return (void *)(intptr_t)rc;
+}
+
+static fiber_t start_on(int worker, void *(*fn)(void *))
+{
+	fiber_workerset_t set;
+	fiber_attr_t a;
+	fiber_t f;
+
+	fiber_attr_init(&a);
+	fiber_workerset_zero(&set);
+	fiber_workerset_add(&set, worker);
+	assert_int_equal(fiber_attr_setaffinity(&a, sizeof(set), &set), 0);
+	assert_int_equal(fiber_create(&f, &a, fn, NULL), 0);
+	fiber_attr_destroy(&a);
+	return f;
+}
+
+static void test_features_asym_switch_never_waits(void **state)
+{
+	struct fiber_config c = { .workers = 2 };
+	fiber_t s, w;
+	void *rc;
+
+	(void)state;
+	setenv("LIBFIBER_STALL_MS", "0", 1); /* the spin is on purpose */
+	assert_int_equal(fiber_init(&c), 0);
+	atomic_store(&spin_state, 0);
+	s = start_on(0, spinner);
+	w = start_on(1, switcher);
+	assert_int_equal(fiber_join(w, &rc), 0);
+	assert_int_equal(fiber_join(s, NULL), 0);
+	assert_int_equal((intptr_t)rc, 0);
+	assert_int_equal(atomic_load(&spin_state), 2);
+	assert_int_equal(fiber_shutdown(), 0);
+	assert_int_equal(fiber_init(&c), 0); /* the deferred view is gone */
+	assert_int_equal(fiber_shutdown(), 0);
+	unsetenv("LIBFIBER_STALL_MS");
+	fb_store_relaxed(&fb_features_mask, fb_features_default());
+}
+
 /* Every feature is documented in README.md (doc/design.md 7). */
 static void test_features_documented_in_readme(void **state)
 {
@@ -210,6 +332,11 @@ int main(void)
 		cmocka_unit_test(test_features_every_name_round_trips),
 		cmocka_unit_test(test_features_api_set_get_string),
 		cmocka_unit_test(test_features_concurrent_sets_lose_nothing),
+		cmocka_unit_test_teardown(
+			test_features_switch_behind_the_lock_reaches_the_view,
+			stop_runtime),
+		cmocka_unit_test_teardown(test_features_asym_switch_never_waits,
+					  stop_runtime),
 		cmocka_unit_test(test_features_documented_in_readme),
 	};
 

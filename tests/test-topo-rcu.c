@@ -313,6 +313,49 @@ static void test_topo_rcu_publish_waits_for_worker_report(void **state)
 	fb_topo_close(t);
 }
 
+/*
+ * A switch (the API's feature path) does not wait for a worker inside a
+ * section: it returns at once, and the view it replaced stays allocated
+ * until the worker has reported; a later publish frees it then.
+ */
+static void test_topo_rcu_switch_never_waits_and_frees_later(void **state)
+{
+	struct fb_topo *t = open_topo();
+	pthread_t wt;
+	long freed;
+	int tries = 0;
+
+	(void)state;
+	if (!fb_topo_rcu_qsbr()) { /* workers read through liburcu */
+		fb_topo_close(t);
+		skip();
+	}
+	fb_store_seqcst(&step, 0);
+	assert_int_equal(fb_topo_view_rebuild(t, 0, 0), 0);
+	assert_int_equal(pthread_create(&wt, NULL, worker_in_section, NULL), 0);
+	while (fb_load_seqcst(&step) != 1)
+		sched_yield();
+	freed = fb_load_seqcst(&fb_topo_views_freed);
+	/* The worker holds the view in its section and does not report:
+	 * a publish would wait here for ever. */
+	assert_int_equal(
+		fb_topo_view_rebuild_nowait(t, 0, FB_VIEW_ASYM_PACKING), 0);
+	assert_int_equal(
+		fb_topo_view_rebuild_nowait(t, 0, FB_VIEW_ASYM_PACKING), 0);
+	assert_int_equal(fb_load_seqcst(&fb_topo_views_freed), freed);
+	fb_store_seqcst(&step, 2); /* it leaves and reports from now on */
+	while (fb_load_seqcst(&fb_topo_views_freed) < freed + 2 &&
+	       tries++ < 100000) {
+		assert_int_equal(fb_topo_view_rebuild_nowait(t, 0, 0), 0);
+		sched_yield();
+	}
+	assert_true(fb_load_seqcst(&fb_topo_views_freed) >= freed + 2);
+	fb_store_seqcst(&step, 3);
+	pthread_join(wt, NULL);
+	fb_topo_view_publish(NULL); /* waits, and frees every deferred one */
+	fb_topo_close(t);
+}
+
 /* A sleeping worker does not hold publishers up, nor does a publisher
  * that is a worker wait for itself. */
 static void *worker_publishes(void *arg)
@@ -362,6 +405,8 @@ int main(void)
 		cmocka_unit_test(test_topo_rcu_new_llcs_are_not_adopted),
 		cmocka_unit_test(test_topo_rcu_workers_never_hold_a_freed_view),
 		cmocka_unit_test(test_topo_rcu_publish_waits_for_worker_report),
+		cmocka_unit_test(
+			test_topo_rcu_switch_never_waits_and_frees_later),
 		cmocka_unit_test(
 			test_topo_rcu_sleeping_and_publishing_workers_do_not_block),
 	};

@@ -175,6 +175,47 @@ int fb_runtime_start(struct fb_runtime *r)
 	return 0;
 }
 
+/* A switch of ASYM_PACKING found rt_mutex taken: whoever holds it brings
+ * the view in step before it lets go (unlock_synced). */
+static atomic_bool view_dirty;
+
+/* sync_view - rebuild the domain view if its ASYM_PACKING is not the
+ * mask's.  Context: rt_mutex held. */
+static void sync_view(void)
+{
+	unsigned want = fb_load_seqcst(&fb_features_mask) &
+					FB_FEAT_BIT(ASYM_PACKING) ?
+				FB_VIEW_ASYM_PACKING :
+				0;
+	struct fb_sched_view *v;
+
+	if (!fb_load_acquire(&fb_rt_up))
+		return;
+	v = fb_load_acquire(&fb_topo_view_current);
+	if (v && (v->build_flags & FB_VIEW_ASYM_PACKING) == want)
+		return;
+	/* Never waits: the caller may be a fiber that another fiber, on
+	 * another worker, is spinning for (topo/rcu.c). */
+	fb_topo_view_rebuild_nowait(fb_rt->topo, fb_rt->nr_workers, want);
+}
+
+/* unlock_synced - let rt_mutex go with the view in step with the mask.
+ * A switch that finds the mutex taken marks the view dirty after it
+ * stored the mask; every holder clears the mark, syncs, unlocks and then
+ * looks at the mark again, so the last one to hold the mutex after any
+ * switch sees it. */
+static void unlock_synced(void)
+{
+	for (;;) {
+		fb_store_seqcst(&view_dirty, false);
+		sync_view();
+		pthread_mutex_unlock(&rt_mutex);
+		if (!fb_load_seqcst(&view_dirty) ||
+		    pthread_mutex_trylock(&rt_mutex))
+			return;
+	}
+}
+
 void fb_runtime_lock(void)
 {
 	pthread_mutex_lock(&rt_mutex);
@@ -182,7 +223,7 @@ void fb_runtime_lock(void)
 
 void fb_runtime_unlock(void)
 {
-	pthread_mutex_unlock(&rt_mutex);
+	unlock_synced();
 }
 
 /* all_quiet - every worker asleep (futex or epoll) with nothing queued or
@@ -395,24 +436,21 @@ void fb_sched_fiber_reaped(void)
 
 /*
  * A feature that changes domain flags (ASYM_PACKING) was switched through
- * the API: rebuild the domain view and publish it with RCU; readers keep
- * the old one until their read section ends.
+ * the API: rebuild the domain view and publish it with RCU, without
+ * waiting (sync_view); readers keep the old one until their read section
+ * ends.
  */
 void fb_sched_features_changed(uint64_t old, uint64_t mask)
 {
-	uint64_t asym = FB_FEAT_BIT(ASYM_PACKING);
-
-	if (!((old ^ mask) & asym))
+	if (!((old ^ mask) & FB_FEAT_BIT(ASYM_PACKING)))
 		return;
 	/* A fiber may switch features while fiber_shutdown() holds the
-	 * mutex and waits for that very fiber: never block here.  A switch
-	 * racing with start or shutdown keeps the current view. */
+	 * mutex and waits for that very fiber: never block here; the
+	 * holder syncs the view (unlock_synced). */
+	fb_store_seqcst(&view_dirty, true);
 	if (pthread_mutex_trylock(&rt_mutex))
 		return;
-	if (fb_load_acquire(&fb_rt_up))
-		fb_topo_view_rebuild(fb_rt->topo, fb_rt->nr_workers,
-				     mask & asym ? FB_VIEW_ASYM_PACKING : 0);
-	pthread_mutex_unlock(&rt_mutex);
+	unlock_synced();
 }
 
 /* Accessors for api/stats.c. */

@@ -79,6 +79,16 @@
  * it does not wait for itself, and two workers publishing at once do not
  * wait for each other.
  *
+ * A feature switch through the API must not wait at all (a fiber that
+ * switches ASYM_PACKING while a fiber of another worker spins for it
+ * would wait for ever), so it publishes with fb_topo_view_switch(): the
+ * memb grace period (foreign sections are short and never block), the
+ * membarrier, and then, instead of waiting for each worker, a snapshot of
+ * their counters kept with the old view on a deferred list.  Every later
+ * publish frees the deferred views whose workers have all moved on
+ * (wait_worker()'s test, polled), and a waiting publish frees them all,
+ * its own barrier coming after theirs.
+ *
  * After fork() the child has one thread, but liburcu's registry still
  * lists the parent's readers, any of which may have been inside a read
  * section at the fork and would stall every grace period for ever; its
@@ -130,6 +140,17 @@ struct retired {
 	struct fb_sched_view *v;
 };
 static struct retired *retired; /* publish_lock */
+/* A view replaced by fb_topo_view_switch(), until its grace period is
+ * seen to be over: each online worker's counter as the publisher's
+ * membarrier left it (see wait_worker()). */
+struct deferred {
+	struct deferred *next;
+	struct fb_sched_view *v;
+	int hi;
+	unsigned long snap[];
+};
+static struct deferred *deferred; /* publish_lock */
+_Atomic long fb_topo_views_freed;
 
 /* Wait for a worker: spins with sched_yield() first, then sleeps this many
  * microseconds, doubling up to the cap.  Picked: a busy worker reports
@@ -301,9 +322,82 @@ static void wait_workers(void)
 
 /* ---- publication --------------------------------------------------------- */
 
-void fb_topo_view_publish(struct fb_sched_view *v)
+static void view_free(struct fb_sched_view *v)
+{
+	if (!v)
+		return;
+	fb_topo_view_free(v);
+	fb_add(&fb_topo_views_freed, 1);
+}
+
+/* defer - @old, just replaced, waits on the deferred list: membarrier,
+ * then each worker's counter.  Context: publish_lock held, after the
+ * memb grace period.  Return: false (out of memory: wait instead). */
+static bool defer(struct fb_sched_view *old)
+{
+	int hi = fb_topo_rcu_qsbr() ? fb_load_seqcst(&qs_hi) : 0;
+	struct deferred *d =
+		malloc(sizeof(*d) + (size_t)hi * sizeof(d->snap[0]));
+
+	if (!d)
+		return false;
+	if (hi &&
+	    syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+		fb_die(__FILE__, __LINE__,
+		       "membarrier(PRIVATE_EXPEDITED) failed after "
+		       "registration");
+	d->v = old;
+	d->hi = hi;
+	for (int id = 0; id < hi; id++)
+		d->snap[id] = fb_load_acquire(&fb_topo_qs[id].ctr);
+	d->next = deferred;
+	deferred = d;
+	return true;
+}
+
+/* passed - has every worker left the sections that could hold @d's
+ * view?  wait_worker()'s test, without the wait. */
+static bool passed(const struct deferred *d)
+{
+	for (int id = 0; id < d->hi; id++)
+		if ((d->snap[id] & 1) &&
+		    fb_load_acquire(&fb_topo_qs[id].ctr) == d->snap[id])
+			return false;
+	return true;
+}
+
+/* reap - move the deferred views whose grace period is over (all of them
+ * if @all: the caller waited for a later one) to *@done.  Context:
+ * publish_lock held. */
+static void reap(struct deferred **done, bool all)
+{
+	for (struct deferred **p = &deferred, *d; (d = *p);) {
+		if (all || passed(d)) {
+			*p = d->next;
+			d->next = *done;
+			*done = d;
+		} else {
+			p = &d->next;
+		}
+	}
+}
+
+static void free_done(struct deferred *done)
+{
+	while (done) {
+		struct deferred *next = done->next;
+
+		view_free(done->v);
+		free(done);
+		done = next;
+	}
+}
+
+/* publish - fb_topo_view_publish() (@wait) or fb_topo_view_switch(). */
+static void publish(struct fb_sched_view *v, bool wait)
 {
 	struct fb_sched_view *old;
+	struct deferred *done = NULL;
 	int self = qsbr_id;
 
 	FB_BUG_ON(!retire_mode && registered && urcu_memb_read_ongoing());
@@ -329,24 +423,62 @@ void fb_topo_view_publish(struct fb_sched_view *v)
 	} else if (old) {
 		urcu_memb_synchronize_rcu();
 		fb_san_acquire(&urcu_gp_sync);
-		wait_workers();
+		if (!wait && defer(old)) {
+			old = NULL;
+			reap(&done, false);
+		} else {
+			/* Later than every deferred view's barrier. */
+			wait_workers();
+			reap(&done, true);
+		}
+	} else {
+		reap(&done, false);
 	}
 	pthread_mutex_unlock(&publish_lock);
 	if (self >= 0)
 		fb_topo_worker_wake(self);
-	fb_topo_view_free(old);
+	view_free(old);
+	free_done(done);
 }
 
-int fb_topo_view_rebuild(const struct fb_topo *t, int nr_workers,
-			 unsigned flags)
+bool fb_topo_rcu_qsbr(void)
+{
+	pthread_once(&membarrier_once, membarrier_init);
+	return membarrier_ok;
+}
+
+void fb_topo_view_switch(struct fb_sched_view *v)
+{
+	publish(v, false);
+}
+
+void fb_topo_view_publish(struct fb_sched_view *v)
+{
+	publish(v, true);
+}
+
+static int rebuild(const struct fb_topo *t, int nr_workers, unsigned flags,
+		   bool wait)
 {
 	struct fb_sched_view *v;
 	int rc = fb_topo_view_build(t, nr_workers, flags, &v);
 
 	if (rc)
 		return rc;
-	fb_topo_view_publish(v);
+	publish(v, wait);
 	return 0;
+}
+
+int fb_topo_view_rebuild(const struct fb_topo *t, int nr_workers,
+			 unsigned flags)
+{
+	return rebuild(t, nr_workers, flags, true);
+}
+
+int fb_topo_view_rebuild_nowait(const struct fb_topo *t, int nr_workers,
+				unsigned flags)
+{
+	return rebuild(t, nr_workers, flags, false);
 }
 
 void fb_topo_atfork_child(void)

@@ -125,6 +125,23 @@ void fb_topo_view_publish(struct fb_sched_view *v);
 int fb_topo_view_rebuild(const struct fb_topo *t, int nr_workers,
 			 unsigned flags);
 
+/*
+ * fb_topo_view_switch - fb_topo_view_publish() that never waits for the
+ * workers: the view it replaced is freed by a later publish, once every
+ * worker has passed a scheduling point or slept since (topo/rcu.c).
+ * fb_topo_view_rebuild_nowait - fb_topo_view_rebuild() with it.
+ * Context: any thread outside a read-side section; waits only for the
+ * foreign readers' sections, which are short.
+ */
+void fb_topo_view_switch(struct fb_sched_view *v);
+int fb_topo_view_rebuild_nowait(const struct fb_topo *t, int nr_workers,
+				unsigned flags);
+/* Views freed so far, for the tests. */
+extern _Atomic long fb_topo_views_freed;
+/* fb_topo_rcu_qsbr - do online workers read as QSBR readers (the kernel
+ * has membarrier), rather than through liburcu?  Context: any thread. */
+bool fb_topo_rcu_qsbr(void);
+
 /* fb_topo_rcu_unregister_thread - drop the calling thread's liburcu
  * registration now (it is otherwise dropped at thread exit).  Context: a
  * thread outside any read-side section; harmless if never registered. */
