@@ -3,8 +3,10 @@
  * httpd - a tiny HTTP/1.1 server: one fiber per connection, keep-alive,
  * pipelined requests, requests that arrive in pieces; every request gets
  * the same fixed body with a correct Content-Length.  A request that does
- * not fit in the 8 KiB buffer is answered 431 (headers) or 413 (body) and
- * the connection closed.
+ * not fit in the 8 KiB buffer is answered 431 (headers) or 413 (body), one
+ * whose end is uncertain (a NUL byte in its headers, a Content-Length that
+ * is not digits alone or comes twice) 400, one with a Transfer-Encoding
+ * 501, and the connection closed: a body never passes for requests.
  *
  *   httpd [--port N] [--workers N] [--addr A.B.C.D]
  *
@@ -60,31 +62,67 @@ static void refuse(int fd, const char *status)
 	fiber_write(fd, out, (size_t)n);
 }
 
+/* What request() says of a request it cannot take. */
+enum {
+	REQ_HEADERS_TOO_LARGE = -1, /* 431 */
+	REQ_BODY_TOO_LARGE = -2,    /* 413 */
+	REQ_BAD = -3,		    /* 400 */
+	REQ_CODING = -4,	    /* 501: a Transfer-Encoding */
+};
+
+/* content_length - the one Content-Length of header block @h in *@body
+ * (0 without one).  Return: false if it is not digits alone, or comes
+ * twice: where the body ends would be a guess, and a guess lets a body
+ * pass for requests of its own (request smuggling). */
+static bool content_length(const char *h, unsigned long *body)
+{
+	const char *cl = header(h, "Content-Length"), *end;
+	size_t digits;
+
+	*body = 0;
+	if (!cl)
+		return true;
+	digits = strspn(cl, "0123456789");
+	end = cl + digits + strspn(cl + digits, " \t");
+	if (!digits || strncmp(end, "\r\n", 2) || header(end, "Content-Length"))
+		return false;
+	*body = strtoul(cl, NULL, 10); /* too many digits: ULONG_MAX */
+	return true;
+}
+
 /*
  * The length of the request at @p (@n bytes there, @room the most the
  * buffer holds): headers and body.  A complete request's header block is
  * NUL-terminated in place (over the CR of its blank line) for respond().
- * Return: the length; 0 if it is not all there yet; -1 if its headers or
- * -2 if its body cannot fit.
+ * Return: the length; 0 if it is not all there yet; REQ_* if it cannot be
+ * taken: its headers or its body cannot fit, its header block holds a NUL
+ * byte or a bad Content-Length, or a body comes in a transfer coding.
  */
 static long request(char *p, size_t n, size_t room)
 {
 	char *end = memmem(p, n, "\r\n\r\n", 4), save;
 	unsigned long body;
-	const char *cl;
 	size_t len;
 
 	if (!end)
-		return n >= room ? -1 : 0;
+		return n >= room ? REQ_HEADERS_TOO_LARGE : 0;
 	len = (size_t)(end + 4 - p);
+	if (memchr(p, '\0', len))
+		return REQ_BAD; /* the header scan would stop at it */
 	save = end[2];
 	end[2] = '\0'; /* header block, ends with one CRLF */
-	cl = header(p, "Content-Length");
-	body = cl ? strtoul(cl, NULL, 10) : 0;
+	if (header(p, "Transfer-Encoding")) {
+		end[2] = save;
+		return REQ_CODING;
+	}
+	if (!content_length(p, &body)) {
+		end[2] = save;
+		return REQ_BAD;
+	}
 	if (body <= room - len && len + body <= n)
 		return (long)(len + body); /* bodies are ignored */
 	end[2] = save;
-	return body > room - len ? -2 : 0;
+	return body > room - len ? REQ_BODY_TOO_LARGE : 0;
 }
 
 /* Answer each complete request as it arrives; keep only the incomplete
@@ -107,9 +145,12 @@ static void *serve(void *arg)
 		}
 		if (len < 0) {
 			refuse(fd,
-			       len == -1 ?
+			       len == REQ_HEADERS_TOO_LARGE ?
 				       "431 Request Header Fields Too Large" :
-				       "413 Content Too Large");
+			       len == REQ_BODY_TOO_LARGE ?
+				       "413 Content Too Large" :
+			       len == REQ_CODING ? "501 Not Implemented" :
+						   "400 Bad Request");
 			break;
 		}
 		have -= used;

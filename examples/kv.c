@@ -18,6 +18,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <strings.h>
+#include <sys/random.h>
+#include <time.h>
 
 #define NR_SHARDS 64
 #define NR_BUCKETS 4096	  /* per shard */
@@ -50,13 +52,18 @@ struct out {
 #define OUT_FLUSH 65536 /* write replies out once this much is pending */
 #define OOM "-OOM out of memory\r\n"
 
+/* The hash's starting state, drawn at start: keys that collide under one
+ * seed (FNV-1a's, which anyone can search offline) land apart under
+ * another, so a client cannot pile its keys into one chain. */
+static uint64_t hash_seed;
+
 static uint64_t hash(const char *p, size_t n)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	uint64_t h = hash_seed; /* FNV-1a from a secret offset */
 
 	while (n--)
 		h = (h ^ (unsigned char)*p++) * 1099511628211ull;
-	return h;
+	return h ^ (h >> 29);
 }
 
 /* find - the slot holding @k's entry (or the empty one at the chain's
@@ -264,8 +271,10 @@ static long parse(const char *p, const char *end, struct arg *a, int *n)
 		return *n ? nl + 1 - p : -1;
 	}
 	used = number(++q, end, MAX_ARGS, &count);
-	if (used <= 0 || count == 0)
-		return used < 0 || count == 0 ? -1 : 0;
+	if (used <= 0) /* a frame may be cut anywhere, even after '*' */
+		return used;
+	if (count == 0)
+		return -1;
 	for (q += used, *n = 0; *n < count; (*n)++) {
 		if (q >= end)
 			return 0;
@@ -348,5 +357,8 @@ out:
 
 int main(int argc, char **argv)
 {
+	if (getrandom(&hash_seed, sizeof(hash_seed), 0) != sizeof(hash_seed))
+		hash_seed = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
+	hash_seed ^= 1469598103934665603ull;
 	return server_main(argc, argv, "kv", serve);
 }

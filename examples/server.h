@@ -3,7 +3,10 @@
  * server.h - the skeleton echo-server.c, httpd.c and kv.c share: the
  * options (--port N, default 8080, 0 for one the kernel picks, printed in
  * the "listening on" line; --workers N; --addr A.B.C.D, default 127.0.0.1;
- * --help; an unknown option, a missing value or a value out of range is
+ * --idle-ms N, default 60000: a connection whose client sends nothing for
+ * that long is closed, so silent or trickling clients cannot hold the
+ * descriptors and buffers for ever (0: never); --help; an unknown option,
+ * a missing value or a value out of range is
  * named on stderr with the usage, exit status 2), the listening socket, an
  * acceptor fiber that starts one detached fiber per connection and backs
  * off when out of descriptors (EMFILE: the listening socket stays readable,
@@ -24,6 +27,7 @@
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -43,6 +47,21 @@ static int nr_conn_threads; /* --threads: live ones; conns_tlock */
 static bool threads_mode;   /* --threads: set before any connection */
 static atomic_bool stopping;
 static void *(*serve_fn)(void *);
+static long idle_ms = 60000; /* --idle-ms */
+
+/* The idle timeout of new connection @fd: SO_RCVTIMEO and SO_SNDTIMEO,
+ * which blocking calls (--threads) and the fiber calls (ETIMEDOUT) both
+ * honour, so each read, and each write to a client that reads nothing,
+ * waits at most that long. */
+static void set_idle(int fd)
+{
+	struct timeval tv = { idle_ms / 1000, (idle_ms % 1000) * 1000 };
+
+	if (idle_ms <= 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
 
 /* conns_lock, or conns_tlock in --threads mode. */
 static void conns_enter(void)
@@ -100,6 +119,7 @@ static void *thread_acceptor(void *arg)
 				usleep(10000); /* back off */
 			continue;
 		}
+		set_idle(fd);
 		pthread_mutex_lock(&conns_tlock);
 		if (fd >= MAX_FD || atomic_load(&stopping) ||
 		    pthread_create(&t, &attr, conn_thread, (void *)(long)fd)) {
@@ -130,6 +150,7 @@ static void *acceptor(void *arg)
 				fiber_sleep(10 * 1000 * 1000); /* back off */
 			continue;
 		}
+		set_idle(fd);
 		fiber_mutex_lock(&conns_lock);
 		if (fd >= MAX_FD || atomic_load(&stopping) ||
 		    fiber_create(&f, &attr, serve_fn, (void *)(long)fd))
@@ -145,14 +166,17 @@ static void server_usage(FILE *f, const char *name)
 {
 	fprintf(f,
 		"usage: %s [--port N] [--addr A.B.C.D] [--workers N] "
-		"[--threads]\n"
-		"  (also -p N, -a A, -w N, -t; --opt=VALUE; -h, --help)\n"
+		"[--idle-ms N] [--threads]\n"
+		"  (also -p N, -a A, -w N, -i N, -t; --opt=VALUE; -h, "
+		"--help)\n"
 		"  --port N      TCP port, 0-65535 (default 8080; 0: the "
 		"kernel picks one)\n"
 		"  --addr A      IPv4 address to listen on (default "
 		"127.0.0.1)\n"
 		"  --workers N   worker threads, 1-1024 (default or 0: the "
 		"runtime's, see fiber_init(3))\n"
+		"  --idle-ms N   close a connection silent for N ms, "
+		"0-86400000 (default 60000; 0: never)\n"
 		"  --threads     a kernel thread per connection instead of "
 		"fibers\n",
 		name);
@@ -165,17 +189,19 @@ static int server_main(int argc, char **argv, const char *name,
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t salen = sizeof(sa);
 	const char *addr = "127.0.0.1";
-	static const struct option opts[] = {
-		{ "help", 0, NULL, 'h' },    { "port", 1, NULL, 'p' },
-		{ "workers", 1, NULL, 'w' }, { "addr", 1, NULL, 'a' },
-		{ "threads", 0, NULL, 't' }, { 0 }
-	};
+	static const struct option opts[] = { { "help", 0, NULL, 'h' },
+					      { "port", 1, NULL, 'p' },
+					      { "workers", 1, NULL, 'w' },
+					      { "addr", 1, NULL, 'a' },
+					      { "threads", 0, NULL, 't' },
+					      { "idle-ms", 1, NULL, 'i' },
+					      { 0 } };
 	int port = 8080, sig, one = 1, lfd, c;
 	sigset_t set;
 	pthread_t tacc;
 	fiber_t acc;
 
-	while ((c = getopt_long(argc, argv, "+hp:w:a:t", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+hp:w:a:ti:", opts, NULL)) != -1) {
 		long n;
 
 		if (c == 'h') {
@@ -189,6 +215,11 @@ static int server_main(int argc, char **argv, const char *name,
 			if (arg_number(name, "--port", optarg, 0, 65535, &n))
 				return 2;
 			port = (int)n;
+		} else if (c == 'i') {
+			if (arg_number(name, "--idle-ms", optarg, 0, 86400000,
+				       &n))
+				return 2;
+			idle_ms = n;
 		} else if (c == 'w') {
 			if (arg_number(name, "--workers", optarg, 0, 1024, &n))
 				return 2;

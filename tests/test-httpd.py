@@ -11,7 +11,11 @@ Starts HTTPD on a port the kernel picks (--port 0, read back from its
   to memmove);
 - 304 small GETs in one write, more than its 8 KiB buffer: every one is
   answered, in order, on the open connection (it used to reset it);
-- headers longer than the buffer: answered 431, then closed.
+- headers longer than the buffer: answered 431, then closed;
+- a POST whose body is a request, with its end made uncertain (a NUL
+  byte in the headers, a bad or repeated Content-Length, a
+  Transfer-Encoding): one 400 or 501 and a close, never a second response;
+- a client that sends nothing is closed after --idle-ms (300 here).
 Then SIGINT must stop it with exit status 0.  Before that, the options:
 --help prints the usage and exits 0; an unknown option, a missing value
 and a port, worker count or address out of range each exit 2 with the
@@ -35,7 +39,8 @@ HTTPD = sys.argv[1]
 
 
 def start():
-    proc = subprocess.Popen([HTTPD, "--port", "0", "--workers", "2"],
+    proc = subprocess.Popen([HTTPD, "--port", "0", "--workers", "2",
+                             "--idle-ms", "300"],
                             stdout=subprocess.PIPE, text=True)
     ready, _, _ = select.select([proc.stdout], [], [], TIMEOUT)
     line = proc.stdout.readline() if ready else ""
@@ -114,6 +119,38 @@ def pipelined_past_the_buffer(port):
     assert data == b"", data[:200]
 
 
+def uncertain_ends_are_refused(port):
+    """A POST whose body is a GET: each way to misplace the body's end
+    gets one refusal and a close, never a second response (smuggling)."""
+    smuggled = b"GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+    n = len(smuggled)
+    cases = [
+        (b"Content-Length: %d\r\n" % n, b"HTTP/1.1 200 OK"),
+        (b"X-A: \0\r\nContent-Length: %d\r\n" % n, b"HTTP/1.1 400 "),
+        (b"Content-Length: abc\r\n", b"HTTP/1.1 400 "),
+        (b"Content-Length: %d\r\nContent-Length: 0\r\n" % n,
+         b"HTTP/1.1 400 "),
+        (b"Content-Length: 0\r\nContent-Length: %d\r\n" % n,
+         b"HTTP/1.1 400 "),
+        (b"Transfer-Encoding: chunked\r\n", b"HTTP/1.1 501 "),
+    ]
+    for head, want in cases:
+        with connect(port) as s:
+            s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\n" + head +
+                      b"Connection: close\r\n\r\n" + smuggled)
+            got, rest = responses(read_all(s))
+        statuses = [r[0] for r in got]
+        assert len(statuses) == 1 and statuses[0].startswith(want) and \
+            not rest, "%r: %r, rest %r" % (head, statuses, rest[:100])
+
+
+def idle_connection_is_closed(port):
+    """--idle-ms 300: a client that sends nothing is closed (EOF)."""
+    with connect(port) as s:
+        data = read_all(s)
+    assert data == b"", data[:200]
+
+
 def headers_past_the_buffer(port):
     # Exactly a buffer's worth: the server reads it all before it closes,
     # so the close is not a reset that could overtake the answer.
@@ -135,6 +172,7 @@ BAD_OPTIONS = [
     (["--port", "80x"], "--port '80x' is not a whole number"),
     (["--workers", "0x4"], "--workers '0x4' is not a whole number"),
     (["--workers", "1025"], "--workers '1025' is not a whole number"),
+    (["--idle-ms", "-1"], "--idle-ms '-1' is not a whole number"),
     (["--addr", "localhost"], "--addr 'localhost' is not an IPv4"),
     (["--threads", "8080"], "unexpected argument '8080'"),
 ]
@@ -171,7 +209,8 @@ def main():
     proc, port = start()
     try:
         for t in (short_body_then_half_close, pipelined_past_the_buffer,
-                  headers_past_the_buffer):
+                  headers_past_the_buffer, uncertain_ends_are_refused,
+                  idle_connection_is_closed):
             try:
                 t(port)
                 print("ok - %s" % t.__name__)

@@ -18,7 +18,9 @@ read back from its "listening on" line), then:
   (VmHWM) grows by less than 16 MiB: replies are written out as they
   accumulate, so a hostile pipeline cannot make the server hold them all;
 - a malformed request gets "-ERR Protocol error" and its connection is
-  closed, while the server keeps answering others.
+  closed, while the server keeps answering others;
+- a command cut anywhere (right after its "*" too) and sent in pieces
+  is answered.
 Then SIGINT must stop it with exit status 0.  Exit 77 (skip) when
 redis-benchmark is not installed (Debian: redis-tools) or KV is not
 built (-Dexamples=false).  The timeouts bound a hang; they are not
@@ -33,6 +35,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 TIMEOUT = 120  # seconds; only a bound on a hang
 KV = sys.argv[1]
@@ -65,6 +68,26 @@ def exchange(port, data, want):
     if got != want:
         raise AssertionError("sent %r, got %r, want %r" % (data, got, want))
     return rest
+
+
+def exchange_split(port, pieces, want):
+    """Send @pieces with pauses between them, so that the server reads
+    each on its own: a frame may be cut anywhere."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+    for i, piece in enumerate(pieces):
+        if i:
+            time.sleep(0.05)
+        s.sendall(piece)
+    got = bytearray()
+    while len(got) < len(want):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    s.close()
+    if bytes(got) != want:
+        raise AssertionError("sent %r, got %r, want %r" %
+                             (pieces, bytes(got), want))
 
 
 def hwm(pid):
@@ -123,6 +146,10 @@ def main():
             if rest:
                 raise AssertionError("%r: open after the error" % bad)
         exchange(port, b"PING\r\n", b"+PONG\r\n")
+        for cut in ([b"*", b"1\r\n$4\r\nPING\r\n"],
+                    [b"*1\r", b"\n$4\r\nPI", b"NG\r\n"],
+                    [b"*1\r\n$", b"4\r\nPING\r\n"]):
+            exchange_split(port, cut, b"+PONG\r\n")
     finally:
         proc.send_signal(signal.SIGINT)
         rc = proc.wait(timeout=TIMEOUT)
