@@ -1445,6 +1445,19 @@ static void *serve_serially(void *arg)
 	return NULL;
 }
 
+/* The listener of @s (address in *@a) and two client sockets, the first
+ * connected; the second is made now, so it cannot take the number the
+ * server's first connection frees. */
+static void serial_setup(struct serial *s, struct sockaddr_in *a, int *c1,
+			 int *c2)
+{
+	memset(s, 0, sizeof(*s));
+	s->l = listen_loopback(a, 4);
+	*c1 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	*c2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(*c1, (struct sockaddr *)a, sizeof(*a)), 0);
+}
+
 static void test_io_drained_mark_does_not_outlive_plain_close(void **state)
 {
 	struct sockaddr_in a;
@@ -1454,11 +1467,7 @@ static void test_io_drained_mark_does_not_outlive_plain_close(void **state)
 	fiber_t f;
 
 	(void)state;
-	memset(&s, 0, sizeof(s));
-	s.l = listen_loopback(&a, 4);
-	c1 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	c2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_int_equal(connect(c1, (struct sockaddr *)&a, sizeof(a)), 0);
+	serial_setup(&s, &a, &c1, &c2);
 	f = spawn(serve_serially, &s);
 	/* The first read parks (registering the fd), gets 1 byte: short. */
 	wait_parked(waits, 1);
@@ -1516,11 +1525,7 @@ static void test_io_serial_server_plain_close_waits_on_new_file(void **state)
 	fiber_t f;
 
 	(void)state;
-	memset(&s, 0, sizeof(s));
-	s.l = listen_loopback(&a, 4);
-	c1 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	c2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_int_equal(connect(c1, (struct sockaddr *)&a, sizeof(a)), 0);
+	serial_setup(&s, &a, &c1, &c2);
 	assert_int_equal(connect(c2, (struct sockaddr *)&a, sizeof(a)), 0);
 	f = spawn(serve_serially_waiting, &s);
 	wait_parked(waits, 1); /* the first read registered the number */
