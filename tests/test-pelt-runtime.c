@@ -182,13 +182,23 @@ static void test_clock_anchor_arithmetic(void **state)
 
 static atomic_int light_stop;
 static unsigned long heavy_util, light_util, worker_util;
+/* What the kernel did to worker 0's thread while heavy() ran: the
+ * involuntary switches and the ns it waited runnable (-1: unknown). */
+static long heavy_preempts;
+static int64_t heavy_waited;
 
 static void *heavy(void *arg)
 {
+	long p0 = fb_bind_preempts();
+	int64_t w0 = fb_bind_wait(), w1;
+
 	(void)arg;
 	spin_ms(150);
 	heavy_util = my_util();
 	worker_util = my_worker_util();
+	w1 = fb_bind_wait();
+	heavy_preempts = p0 < 0 ? -1 : fb_bind_preempts() - p0;
+	heavy_waited = w0 < 0 || w1 < 0 ? -1 : w1 - w0;
 	atomic_store(&light_stop, 1);
 	return NULL;
 }
@@ -208,12 +218,23 @@ static void *light(void *arg)
  * charged each tick's interval to whoever ran at the tick, so the
  * yielder got a large share of the worker's utilisation; updated at
  * every switch, it gets the few hundred ns it actually runs.
+ *
+ * The scheduler clock runs while the kernel has the worker's thread off
+ * its CPU, and that time is charged to the fiber that was running, as
+ * it must be: the runtime cannot tell.  On a loaded machine (CI, the
+ * sanitizers' slow switches) the thread now and then loses its CPU for
+ * milliseconds while the yielder is the one running, and the yielder's
+ * share is then real but not the one this test is about.  So a round
+ * that fails after the kernel kept the thread waiting runs again, up to
+ * ROUNDS times; a round that fails undisturbed fails the test.
  */
-static void test_switch_updates_charge_the_runner(void **state)
+#define ROUNDS 20
+#define DISTURBED_NS (2 * 1000000ll) /* waited runnable, per 150 ms */
+
+static bool charge_round(void)
 {
 	fiber_t h, l;
 
-	(void)state;
 	start(NULL, 2);
 	atomic_store(&light_stop, 0);
 	l = spawn_on(light, NULL, 0);
@@ -221,12 +242,35 @@ static void test_switch_updates_charge_the_runner(void **state)
 	assert_int_equal(fiber_join(h, NULL), 0);
 	assert_int_equal(fiber_join(l, NULL), 0);
 	stop();
-	print_message("# heavy %lu light %lu worker %lu\n", heavy_util,
-		      light_util, worker_util);
+	print_message("# heavy %lu light %lu worker %lu; preempted %ld, "
+		      "waited %lld us\n",
+		      heavy_util, light_util, worker_util, heavy_preempts,
+		      (long long)(heavy_waited < 0 ? -1 : heavy_waited / 1000));
 	/* 150 ms of running: 1 - 2^-(150/32) of 1024 is ~985. */
-	assert_true(heavy_util >= 700);
-	assert_true(worker_util >= 700);
-	assert_true(light_util * 8 <= heavy_util);
+	return heavy_util >= 700 && worker_util >= 700 &&
+	       light_util * 8 <= heavy_util;
+}
+
+/* charge_disturbed - did the kernel take worker 0's CPU from it long
+ * enough in the last round to explain a failure?  Unknown wait: judged
+ * by the preemptions alone. */
+static bool charge_disturbed(void)
+{
+	if (heavy_waited >= 0)
+		return heavy_waited >= DISTURBED_NS;
+	return heavy_preempts != 0;
+}
+
+static void test_switch_updates_charge_the_runner(void **state)
+{
+	int round;
+
+	(void)state;
+	for (round = 1; !charge_round(); round++) {
+		/* An undisturbed failure, or too many disturbed ones. */
+		assert_true(charge_disturbed());
+		assert_true(round < ROUNDS);
+	}
 }
 
 /* ---- runnext hand-offs ----------------------------------------------------- */
