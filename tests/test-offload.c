@@ -10,9 +10,10 @@
  * it); a thread that is not a worker runs the function itself; shutdown
  * waits for a running call instead of abandoning its fiber; a forked
  * child makes helpers again; getaddrinfo's results and errors; and a
- * call made after the shutdown closed the runtime's gate is ESHUTDOWN
- * with the function never run.  That last test closes the gate itself
- * (sched/sched.h's fb_rt_open), so this test links the internal layers.
+ * call made after the shutdown stopped taking new work is ESHUTDOWN with
+ * the function never run.  That last test shuts the door itself
+ * (sched/sched.h's fb_rt_accepting), so this test links the internal
+ * layers.
  *
  * Helper functions block on a condition the test thread releases, so
  * every count asserted is reached by construction, not by timing.
@@ -561,19 +562,19 @@ struct closed_call {
 };
 
 /* closed_gate_caller - what fiber_shutdown()'s step 2 leaves a fiber
- * that runs after the gate closed (woken by a call served outside, or
- * created just before): it closes the gate, calls, and opens it again. */
+ * that runs after it refused new work (woken by a call served outside,
+ * or created just before): it refuses it, calls, and takes it again. */
 static void *closed_gate_caller(void *p)
 {
 	struct closed_call *c = p;
 	struct addrinfo *res = NULL;
 
 	c->ret = (void *)7;
-	fb_store_seqcst(&fb_rt_open, false);
+	fb_store_seqcst(&fb_rt_accepting, false);
 	c->rc = fiber_offload(must_not_run, (void *)1, &c->ret);
 	c->gai_rc = fiber_getaddrinfo("127.0.0.1", NULL, NULL, &res);
 	c->gai_err = errno;
-	fb_store_seqcst(&fb_rt_open, true);
+	fb_store_seqcst(&fb_rt_accepting, true);
 	if (res)
 		freeaddrinfo(res);
 	return NULL;

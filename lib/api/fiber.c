@@ -241,8 +241,13 @@ int fiber_create(fiber_t *fiber, const fiber_attr_t *attr_pub,
 		return rc;
 	/* Through the gate (sched/sched.h): a shutdown that has begun refuses. */
 	foreign = !fb_worker_self();
-	if (foreign ? !fb_rt_enter() : !fb_load_relaxed(&fb_rt_open))
+	if (foreign ? !fb_rt_enter() : !fb_load_relaxed(&fb_rt_accepting))
 		return ESHUTDOWN;
+	/* Dekker with fiber_shutdown(), as fb_rt_enter() with the gate. */
+	if (foreign && !fb_load_seqcst(&fb_rt_accepting)) {
+		fb_rt_leave();
+		return ESHUTDOWN;
+	}
 	rc = create(fiber, attr, fn, arg);
 	if (foreign)
 		fb_rt_leave();

@@ -22,9 +22,10 @@
  * again on the caller, for its next cancellation point to report.
  *
  * Shutdown: each call is counted in fb_rt_nr_outside from before it reads
- * the gate until its fiber is woken; fb_runtime_stop() waits for the count
- * to fall to 0, so no caller is abandoned with a helper about to wake it.
- * A call after the gate closed returns ESHUTDOWN.
+ * fb_rt_accepting until its fiber is woken; fb_runtime_stop() abandons no
+ * fiber while the count is above 0, so no caller is abandoned with a
+ * helper about to wake it.  A call once shutdown refuses new work
+ * (fb_rt_accepting false) returns ESHUTDOWN.
  *
  * fork(): the child has none of the helpers.  The prepare handler holds
  * the pool mutex; the child's handler forgets the threads and the queued
@@ -239,7 +240,7 @@ int fiber_offload(void *(*fn)(void *), void *arg, void **ret)
 	}
 	pthread_once(&pool_once, pool_init);
 	atomic_fetch_add(&fb_rt_nr_outside, 1);
-	if (!fb_load_seqcst(&fb_rt_open)) {
+	if (!fb_load_seqcst(&fb_rt_accepting)) {
 		rc = ESHUTDOWN;
 		goto out;
 	}

@@ -100,6 +100,7 @@ struct fb_runtime *fb_rt;
 void (*fb_test_switch_hook)(void);
 atomic_bool fb_rt_up;
 atomic_bool fb_rt_open;
+atomic_bool fb_rt_accepting;
 atomic_long fb_rt_nr_outside;
 _Atomic uint64_t fb_rt_epoch;
 /* Foreign threads inside the gate (sched/sched.h); one shared line, touched

@@ -125,6 +125,22 @@ static bool quit(struct fb_worker *w)
 }
 
 /*
+ * pause_here - fiber_shutdown() asks the workers to hold still, running
+ * nothing, while it makes the fibers still blocked unwakeable
+ * (sched/runtime.c): a worker out of work counts itself paused and waits
+ * for the request's release.  One with work runs it first, so that every
+ * pause follows a pass of the loop that could run what was queued.
+ */
+static fb_noinline void pause_here(struct fb_worker *w, unsigned int req)
+{
+	atomic_fetch_add(&fb_rt->nr_paused, 1);
+	while (fb_load_seqcst(&fb_rt->pausing) == req)
+		fb_futex_wait(&fb_rt->pausing, req, NULL);
+	atomic_fetch_sub(&fb_rt->nr_paused, 1);
+	(void)w;
+}
+
+/*
  * steal_due - while polling, every 64 spins: once the rate limit allows
  * (fb_place_idle_steal), read the hint; if a fiber is queued somewhere,
  * have steal() search.  The hint's nr_running reads are as rate-limited
@@ -286,7 +302,8 @@ static void idle_wait(struct fb_worker *w)
 		deadline = next;
 	while (!fb_worker_has_work(w) &&
 	       !(fb_load_relaxed(&w->pw.state) & FB_WS_NEED_RESCHED) &&
-	       !fb_load_relaxed(&fb_rt->stopping)) {
+	       !fb_load_relaxed(&fb_rt->stopping) &&
+	       !(fb_load_relaxed(&fb_rt->pausing) & 1)) {
 		if ((spins++ & 63) == 0) {
 			/* Ready fds are work too (sched/netpoll.c). */
 			if (fb_sched_idle_poll(w))
@@ -384,6 +401,7 @@ void *fb_worker_main(void *arg)
 	struct fb_worker *w = arg;
 	struct fb_fiber *next;
 	sigset_t pipe_set;
+	unsigned int req;
 
 	/* A fiber's write to a peer that went away gets EPIPE, never
 	 * SIGPIPE (io/fd.c). */
@@ -403,6 +421,11 @@ void *fb_worker_main(void *arg)
 	for (;;) {
 		fb_topo_quiescent(w->id);
 		fb_sched_finish_switch(w);
+		req = fb_load_seqcst(&fb_rt->pausing);
+		if (fb_unlikely(req & 1) && !fb_worker_has_work(w)) {
+			pause_here(w, req);
+			continue;
+		}
 		next = pick_idle(w);
 		if (!next && fb_sched_balance_idle(w)) /* sched/balance.c */
 			next = pick_idle(w);

@@ -7,6 +7,7 @@
  * (fiber_init, fiber_shutdown) are api/runtime.c.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,9 +63,19 @@ static void runtime_free(struct fb_runtime *r)
 	fb_poll_fini(); /* the poller (netpoll.c) */
 }
 
+/* release_workers - end a pause request of fiber_shutdown() (below). */
+static void release_workers(void)
+{
+	if (fb_load_relaxed(&fb_rt->pausing) & 1) {
+		fb_add(&fb_rt->pausing, 1);
+		fb_futex_wake(&fb_rt->pausing, INT_MAX);
+	}
+}
+
 static void stop_workers(int started)
 {
 	fb_store_seqcst(&fb_rt->stopping, true);
+	release_workers();
 	for (int i = 0; i < started; i++)
 		fb_sched_wake_worker(fb_rt->workers[i], NULL);
 	for (int i = 0; i < started; i++)
@@ -171,6 +182,7 @@ int fb_runtime_start(struct fb_runtime *r)
 	}
 	fb_runtime_set_facts(r->nr_workers, r->params.stack_size);
 	fb_store_seqcst(&fb_rt_open, true);
+	fb_store_seqcst(&fb_rt_accepting, true);
 	fb_store_release(&fb_rt_up, true);
 	return 0;
 }
@@ -256,6 +268,79 @@ static bool all_quiet(void)
 /* Abandoned fibers named one by one in the report; the rest are counted. */
 #define FB_ABANDON_REPORT_MAX 32
 
+/*
+ * hold - make parked @f unwakeable: claim its waiter ABANDONED, unless a
+ * waker claimed it first (then the waker's wake runs it).  Returns
+ * whether @f is held.  Context: every worker paused, so no fiber runs
+ * and a parked one's waiter stays where it is; @f's worker's live_lock
+ * held.
+ */
+static bool hold(struct fb_fiber *f)
+{
+	struct fb_waiter *w;
+	int c;
+
+	if (fb_load_acquire(&f->state) != FB_FIBER_PARKED)
+		return false;
+	w = fb_load_relaxed(&f->waiter);
+	if (!w)
+		return true;
+	c = fb_load_acquire(w->claimp);
+	if (c == FB_CLAIM_ABANDONED)
+		return true;
+	if (c != FB_CLAIM_NONE || !fb_waiter_claim(w, FB_CLAIM_ABANDONED))
+		return false;
+	if (w->kind == FB_WAIT_FD)
+		fb_poll_abandon(w);
+	return true;
+}
+
+/* hold_pass - hold() every live fiber; returns whether all are held.
+ * Context: as hold(), without the lock. */
+static bool hold_pass(void)
+{
+	bool all = true;
+
+	for (int i = 0; i < fb_rt->nr_workers; i++) {
+		struct fb_worker *w = fb_rt->workers[i];
+		struct fb_list *n;
+
+		fb_spin_lock(&w->live_lock);
+		fb_list_for_each (n, &w->live)
+			if (!hold(fb_list_entry(n, struct fb_fiber, live_node)))
+				all = false;
+		fb_spin_unlock(&w->live_lock);
+	}
+	return all;
+}
+
+/*
+ * hold_blocked - make every fiber still blocked unwakeable while the
+ * workers can still run one that a waker gets first.  Ask the workers to
+ * pause, each once it is out of work; with all of them paused no fiber
+ * runs, so a parked fiber's waiter holds still for hold_pass().  If some
+ * fiber is runnable, or was claimed by a waker, or a call is served
+ * outside the runtime (whose wake must not be lost), release them for a
+ * millisecond and try again.  Once every fiber is held, no wake can reach
+ * one (a waker skips a claimed waiter, and goes on to the next: a foreign
+ * thread queued behind an abandoned fiber gets the mutex), no create is
+ * taken, and the workers stay paused until stop_workers().
+ */
+static void hold_blocked(void)
+{
+	for (;;) {
+		fb_add(&fb_rt->pausing, 1); /* odd: a request */
+		for (int i = 0; i < fb_rt->nr_workers; i++)
+			fb_sched_wake_worker(fb_rt->workers[i], NULL);
+		while (fb_load_seqcst(&fb_rt->nr_paused) < fb_rt->nr_workers)
+			usleep(100);
+		if (!fb_load_seqcst(&fb_rt_nr_outside) && hold_pass())
+			return;
+		release_workers();
+		usleep(1000);
+	}
+}
+
 /* abandon - leave @f behind (see above) and report it.  Context: workers
  * stopped, the gate closed and no foreign thread inside. */
 static void abandon(struct fb_fiber *f, int nth)
@@ -328,13 +413,18 @@ static long abandon_all(void)
  *     fiber finished.
  *     A call served outside the runtime (fb_rt_nr_outside) counts as
  *     runnable: its fiber will be woken.
- *  2. Close the gate: creates now fail with ESHUTDOWN; wait until no
- *     foreign thread is inside (a create that got in has queued its
- *     fiber, which the workers run in step 3) and no call is served
- *     outside (one that started before the gate closed wakes its fiber,
- *     which the workers run in step 3).
- *  3. Stop the workers: each runs what it has queued, then exits.
- *  4. Abandon the fibers still blocked (above) and report them.
+ *  2. Refuse creates and offloads (ESHUTDOWN); wait until no foreign
+ *     thread is inside the gate (a create that got in has queued its
+ *     fiber, which the workers run).
+ *  3. Hold the fibers still blocked (hold_blocked): with the workers
+ *     paused, claim each parked fiber's waiter ABANDONED, until every
+ *     fiber is held and no call is served outside the runtime.  Until
+ *     then wakes still get in and their fibers run, so that a wake is
+ *     never taken (a mutex handed over, a value delivered) for a fiber
+ *     that no worker will run.
+ *  4. Close the gate; wait until no foreign thread is inside.
+ *  5. Stop the workers: nothing is left for them to run.
+ *  6. Abandon the fibers still blocked (above) and report them.
  * The caller then frees the runtime (fb_runtime_free_current).
  */
 #define FB_QUIET_NS (20 * 1000 * 1000ull)
@@ -351,10 +441,11 @@ long fb_runtime_stop(void)
 	}
 	/* The monitor wakes fibers through the gate: stop it first. */
 	fb_monitor_stop(fb_rt);
+	fb_store_seqcst(&fb_rt_accepting, false);
+	fb_rt_wait_outside();
+	hold_blocked();
 	fb_store_seqcst(&fb_rt_open, false);
 	fb_rt_wait_outside();
-	while (fb_load_seqcst(&fb_rt_nr_outside) > 0)
-		usleep(1000);
 	stop_workers(fb_rt->nr_workers);
 	fb_rt_wait_outside(); /* wakes that raced with the stop */
 	fb_trace_write();
@@ -419,6 +510,7 @@ void fb_runtime_atfork(int phase)
 	}
 	fb_rt = NULL;
 	fb_store_relaxed(&fb_rt_open, false);
+	fb_store_relaxed(&fb_rt_accepting, false);
 	fb_store_relaxed(&fb_rt_up, false);
 	fb_store_relaxed(&fb_rt_nr_outside, 0);
 	fb_add(&fb_rt_epoch, 1);

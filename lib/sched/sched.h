@@ -811,6 +811,11 @@ struct fb_runtime {
 				   line per idle cycle */
 	_Atomic long nr_live;	/* fibers created and not yet reaped */
 	atomic_bool stopping;
+	/* fiber_shutdown() holds the workers still while it takes stock
+	 * (sched/runtime.c): odd while it asks them to pause, one more at
+	 * each request and each release; @nr_paused counts the held. */
+	atomic_uint pausing;
+	atomic_int nr_paused;
 	struct fb_counters foreign; /* foreign threads' counters (atomic adds) */
 	struct fb_place_global g;   /* placement's global state */
 	struct fb_wgroups wgroups;  /* sched/wgroup.c */
@@ -833,8 +838,10 @@ static inline int fb_runtime_worker_node(int worker)
 }
 /*
  * The gate of a running runtime (sched/runtime.c).  fb_rt_open is true from
- * the end of fiber_init() until fiber_shutdown() has let the runnable
- * fibers finish: creates are refused (ESHUTDOWN) once it is false.  A
+ * the end of fiber_init() until fiber_shutdown() has made every fiber
+ * still blocked unwakeable, just before it stops the workers, so that a
+ * wake that gets in always has a worker to run its fiber (creates are
+ * refused earlier, with fb_rt_accepting).  A
  * thread that is not a worker brackets every use of fb_rt (a create, a
  * wake, a statistics read) with fb_rt_enter()/fb_rt_leave(), and shutdown
  * waits until no such thread is inside before it stops the workers, and
@@ -844,12 +851,16 @@ static inline int fb_runtime_worker_node(int worker)
  * of an earlier runtime is never run by a later one.
  */
 extern atomic_bool fb_rt_open;
+/* fb_rt_accepting - creates and offloads are taken (sched/runtime.c):
+ * true from the end of fiber_init() until fiber_shutdown() has let the
+ * runnable fibers finish, when the gate still lets wakes in. */
+extern atomic_bool fb_rt_accepting;
 /*
  * Calls a fiber waits in while the work is done outside the runtime (the
  * api layer's offload pool).  fb_runtime_stop() counts them as busy: it
  * lets them finish before and after it closes the gate, so no such call
  * is abandoned with a thread still about to wake it.  A caller raises it
- * (seq_cst) before it reads fb_rt_open, and gives up if the gate is shut.
+ * (seq_cst) before it reads fb_rt_accepting, and gives up if it is false.
  */
 extern atomic_long fb_rt_nr_outside;
 extern _Atomic uint64_t fb_rt_epoch FB_HIDDEN;

@@ -112,7 +112,8 @@ void fb_sched_idle_sleep(struct fb_worker *w)
 	if (!fb_cas_seqcst(&w->pw.state, &s,
 			   as_poller ? FB_WS_EPOLL : FB_WS_SLEEPING))
 		goto out; /* NEED_RESCHED: a waker saw us polling */
-	if (fb_worker_has_work(w) || fb_load_seqcst(&fb_rt->stopping))
+	if (fb_worker_has_work(w) || fb_load_seqcst(&fb_rt->stopping) ||
+	    (fb_load_seqcst(&fb_rt->pausing) & 1))
 		goto out;
 	if (as_poller)
 		epoll_sleep(w, next);
