@@ -567,6 +567,117 @@ static void test_monitor_fd_waiter_is_no_deadlock(void **state)
 	clear_env();
 }
 
+static fiber_sem_t timed_sem, posted_sem;
+
+static void *waits_posted(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)fiber_sem_wait(&posted_sem);
+}
+
+/* A thread that ends a timed libfiber wait and then posts. */
+static void *posts_after_timed_wait(void *arg)
+{
+	int rc = fiber_sem_wait_until(&timed_sem, fiber_now() + 1500000000ull);
+
+	(void)arg;
+	fiber_sem_post(&posted_sem);
+	return (void *)(intptr_t)rc;
+}
+
+/* main joins a fiber that waits on a semaphore, which a thread posts once
+ * its own timed wait in libfiber (past the report's 1 s window) ends: the
+ * thread's wait ends by itself, so this is no deadlock either. */
+static void test_monitor_thread_in_a_timed_wait_is_no_deadlock(void **state)
+{
+	pthread_t t;
+	void *rv;
+	fiber_t f;
+
+	(void)state;
+	clear_env();
+	setenv("LIBFIBER_DEADLOCK", "abort", 1);
+	assert_int_equal(fiber_sem_init(&timed_sem, 0), 0);
+	assert_int_equal(fiber_sem_init(&posted_sem, 0), 0);
+	runtime_start(2);
+	f = spawn("waits-posted", waits_posted, NULL, -1);
+	assert_int_equal(pthread_create(&t, NULL, posts_after_timed_wait, NULL),
+			 0);
+	assert_int_equal(fiber_join(f, &rv), 0);
+	assert_int_equal((intptr_t)rv, 0);
+	assert_int_equal(pthread_join(t, &rv), 0);
+	assert_int_equal((intptr_t)rv, ETIMEDOUT);
+	assert_int_equal(fiber_stats_counter("deadlocks"), 0);
+	runtime_stop();
+	clear_env();
+}
+
+/*
+ * The monitor's deadlock check sleeps for its second while every worker
+ * sleeps and main waits in a join; a worker that wakes then must kick it,
+ * so that when it stalls its timers are still rescued.  A fiber sleeps
+ * (every worker idle, the monitor parks on the check's second), then
+ * starts a hog on worker 0 and waits 10 ms with its timer on worker 0.
+ * The hog computes until that wait ends, at most 700 ms: the wait must
+ * end while the hog still computes, rescued by the monitor, not when the
+ * hog gives up (the monitor's second would be over by then).
+ */
+static atomic_bool rescued_wait_ended, hog_gave_up;
+
+static void *hog_until_rescued(void *arg)
+{
+	uint64_t end = fiber_now() + 700000000ull;
+
+	(void)arg;
+	while (!atomic_load(&rescued_wait_ended))
+		if (fiber_now() > end) {
+			atomic_store(&hog_gave_up, true);
+			break;
+		}
+	return NULL;
+}
+
+static void *sleeps_then_waits_behind_a_hog(void *arg)
+{
+	fiber_workerset_t all;
+	fiber_sem_t s;
+	fiber_t h;
+	int rc;
+
+	(void)arg;
+	fiber_sleep(100000000); /* every worker sleeps; main joins */
+	fiber_workerset_zero(&all);
+	fiber_workerset_add(&all, 0);
+	fiber_workerset_add(&all, 1);
+	assert_int_equal(fiber_setaffinity(sizeof(all), &all), 0);
+	h = spawn("hog", hog_until_rescued, NULL, 0);
+	assert_int_equal(fiber_sem_init(&s, 0), 0);
+	rc = fiber_sem_wait_until(&s, fiber_now() + 10000000ull);
+	atomic_store(&rescued_wait_ended, true);
+	assert_int_equal(fiber_join(h, NULL), 0);
+	return (void *)(intptr_t)rc;
+}
+
+static void test_monitor_rescue_is_not_late_while_a_thread_joins(void **state)
+{
+	void *rv;
+	fiber_t f;
+
+	(void)state;
+	clear_env();
+	setenv("LIBFIBER_STALL_MS", "100", 1);
+	atomic_store(&rescued_wait_ended, false);
+	atomic_store(&hog_gave_up, false);
+	runtime_start(2);
+	f = spawn("sleeper", sleeps_then_waits_behind_a_hog, NULL, 0);
+	assert_int_equal(fiber_join(f, &rv), 0);
+	assert_int_equal((intptr_t)rv, ETIMEDOUT);
+	assert_false(atomic_load(&hog_gave_up));
+	assert_true(fiber_stats_counter("stall_timers") >= 1);
+	runtime_stop();
+	clear_env();
+}
+
 /* ---- the dump ----------------------------------------------------------- */
 
 static fiber_mutex_t dmutex, cmutex;
@@ -1205,6 +1316,8 @@ int main(void)
 		TEST(test_monitor_deadlock_is_reported),
 		TEST(test_monitor_deadlock_abort_aborts),
 		TEST(test_monitor_fd_waiter_is_no_deadlock),
+		TEST(test_monitor_thread_in_a_timed_wait_is_no_deadlock),
+		TEST(test_monitor_rescue_is_not_late_while_a_thread_joins),
 		TEST(test_monitor_dump_lists_every_fiber_and_its_wait),
 		TEST(test_monitor_dump_misuse_returns_errnos),
 		TEST(test_monitor_dump_while_fibers_churn),

@@ -37,8 +37,9 @@
  * C code, unlike Go's, has no safe points the runtime could wait for.
  *
  * Cost.  The monitor sleeps on a futex.  While every worker sleeps it has
- * no timeout (an idle runtime costs nothing), and a worker that leaves its
- * sleep kicks it: the worker decrements nr_sleepers (seq_cst) and then
+ * no timeout (an idle runtime costs nothing), or only the deadlock
+ * check's, and a worker that leaves its sleep kicks it (else a worker
+ * that then stalled would have its timers rescued a second late): the worker decrements nr_sleepers (seq_cst) and then
  * reads fb_monitor_parked (seq_cst); the monitor stores fb_monitor_parked
  * (seq_cst) and then reads nr_sleepers (seq_cst) before it sleeps, so one
  * of the two sees the other (the Dekker argument of sched/core.c rule 4),
@@ -53,7 +54,8 @@
  * knows of is stuck for FB_DEADLOCK_NS: every worker asleep with nothing
  * to run and no timer, every live fiber parked without a deadline and not
  * on an fd, and at least one foreign thread waiting in libfiber (a join,
- * a lock, a wait) with no deadline; the progress counters did not move
+ * a lock, a wait) and none of them with a deadline (its wait ends by
+ * itself, as a timer fires); the progress counters did not move
  * meanwhile.  A thread libfiber does not see (computing, or blocked
  * elsewhere) could still end it, which README.md says.
  *
@@ -597,9 +599,32 @@ static uint64_t progress(struct fb_runtime *r)
 	return sum;
 }
 
+/* foreign_timed - does a thread wait in libfiber with a deadline?  Its
+ * wait ends by itself, and what it does next may wake a fiber. */
+static bool foreign_timed(void)
+{
+	struct fb_list *n;
+	bool timed = false;
+
+	fb_spin_lock(&fw_lock);
+	fb_list_for_each (n, &fw_list) {
+		struct fb_foreign_wait *fw =
+			fb_container_of(n, struct fb_foreign_wait, node);
+
+		if (fb_read_once(&fw->w->deadline) != FB_NO_DEADLINE) {
+			timed = true;
+			break;
+		}
+	}
+	fb_spin_unlock(&fw_lock);
+	return timed;
+}
+
 /* all_blocked - nothing libfiber knows of can make progress (above). */
 static bool all_blocked(struct fb_runtime *r)
 {
+	if (foreign_timed())
+		return false;
 	for (int i = 0; i < r->nr_workers; i++) {
 		struct fb_worker *w = r->workers[i];
 		struct fb_list *n;
@@ -741,16 +766,21 @@ static void *monitor_main(void *arg)
 		unsigned int seq = fb_load_acquire(&mon_word);
 		uint64_t wait = look(m);
 
-		if (wait == FB_NEVER) {
-			/* Park: the order argued at the top of the file.  A
-			 * worker woke or a thread began to wait meanwhile:
-			 * look again, after at most FB_MONITOR_BUSY_NS.
-			 * Watching nothing, it wants no kick either: a kick
+		if (wait == FB_NEVER && !watches_workers(r)) {
+			/* Watching nothing, it wants no kick either: a kick
 			 * between look() and the wait changed mon_word. */
-			if (!watches_workers(r)) {
-				fb_futex_wait(&mon_word, seq, NULL);
-				continue;
-			}
+			fb_futex_wait(&mon_word, seq, NULL);
+			continue;
+		}
+		ts.tv_sec = (time_t)(wait / 1000000000u);
+		ts.tv_nsec = (long)(wait % 1000000000u);
+		if (wait > FB_MONITOR_BUSY_NS && watches_workers(r)) {
+			/* Park, for ever or for the deadlock check's second:
+			 * the order argued at the top of the file, so that a
+			 * worker that wakes meanwhile kicks us (it may stall,
+			 * with timers due).  A worker woke or a thread began
+			 * to wait before we parked: look again, after at
+			 * most FB_MONITOR_BUSY_NS. */
 			fb_store_seqcst(&fb_monitor_parked, 1);
 			if (fb_load_seqcst(&mon_stop) ||
 			    fb_load_seqcst(&mon_dump)) {
@@ -758,18 +788,20 @@ static void *monitor_main(void *arg)
 				continue;
 			}
 			if (fb_load_seqcst(&r->nr_sleepers) == r->nr_workers &&
-			    (!fb_load_seqcst(&fw_nr) || m->dl_done ||
+			    (wait != FB_NEVER || !fb_load_seqcst(&fw_nr) ||
+			     m->dl_done ||
 			     r->params.deadlock == FB_DEADLOCK_OFF ||
 			     fb_load_relaxed(&r->nr_live) <= 0)) {
-				fb_futex_wait(&mon_word, seq, NULL);
+				fb_futex_wait(&mon_word, seq,
+					      wait == FB_NEVER ? NULL : &ts);
 				fb_store_relaxed(&fb_monitor_parked, 0);
 				continue;
 			}
 			fb_store_relaxed(&fb_monitor_parked, 0);
 			wait = FB_MONITOR_BUSY_NS;
+			ts.tv_sec = 0;
+			ts.tv_nsec = (long)wait;
 		}
-		ts.tv_sec = (time_t)(wait / 1000000000u);
-		ts.tv_nsec = (long)(wait % 1000000000u);
 		fb_futex_wait(&mon_word, seq, &ts);
 	}
 	return NULL;

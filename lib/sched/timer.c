@@ -251,14 +251,19 @@ static void unlink_locked(struct fb_waiter *w)
 static int wait_thread(struct fb_waiter *w, struct fb_spinlock *lock,
 		       uint64_t deadline)
 {
+	struct fb_foreign_wait fw;
 	struct timespec rel;
 	uint64_t now, d;
 
 	fb_spin_unlock(lock);
+	/* Seen by the dump, and by the deadlock check as a wait that ends
+	 * by itself, as an armed timer does (sched/monitor.c). */
+	fb_foreign_wait_begin(&fw, w);
 	while (!fb_load_acquire(w->futexp)) {
 		now = fb_now_ns();
 		if (now >= deadline) {
 			if (fb_waiter_claim(w, FB_CLAIM_TIMEDOUT)) {
+				fb_foreign_wait_end(&fw);
 				fb_spin_lock(lock);
 				return ETIMEDOUT;
 			}
@@ -272,6 +277,7 @@ static int wait_thread(struct fb_waiter *w, struct fb_spinlock *lock,
 		rel.tv_nsec = (long)(d % 1000000000u);
 		fb_futex_wait(w->futexp, 0, &rel);
 	}
+	fb_foreign_wait_end(&fw);
 	return w->result;
 }
 
