@@ -466,6 +466,118 @@ static void test_fork_from_a_fiber(void **state)
 	runtime_stop();
 }
 
+/* ---- what the child inherits from the fibers of its parent ---- */
+
+static fiber_mutex_t fork_mtx = FIBER_MUTEX_INITIALIZER;
+static fiber_rwlock_t fork_rw = FIBER_RWLOCK_INITIALIZER;
+
+/* child_unlocks - in the child of a fiber that held both locks: the
+ * thread goes on as that fiber, so it still holds them. */
+static int child_unlocks(void)
+{
+	alarm(20);
+	if (fiber_mutex_unlock(&fork_mtx))
+		return 1;
+	if (fiber_rwlock_unlock(&fork_rw))
+		return 2;
+	if (fiber_mutex_trylock(&fork_mtx) || fiber_mutex_unlock(&fork_mtx))
+		return 3;
+	if (fiber_rwlock_trywrlock(&fork_rw) || fiber_rwlock_unlock(&fork_rw))
+		return 4;
+	return 0;
+}
+
+static void *locks_and_forks(void *arg)
+{
+	pid_t pid;
+
+	(void)arg;
+	if (fiber_mutex_lock(&fork_mtx) || fiber_rwlock_wrlock(&fork_rw))
+		return (void *)(intptr_t)-2;
+	pid = fork();
+	if (pid == 0)
+		_exit(child_unlocks());
+	fiber_rwlock_unlock(&fork_rw);
+	fiber_mutex_unlock(&fork_mtx);
+	return (void *)(intptr_t)(pid < 0 ? -1 : wait_child(pid));
+}
+
+/* A fiber holds a mutex and a write lock and forks: the child unlocks
+ * both ("lock, fork, unlock in parent and child", as with pthreads). */
+static void test_fork_from_a_fiber_keeps_its_locks(void **state)
+{
+	void *rv;
+	fiber_t f;
+
+	(void)state;
+	runtime_start(2);
+	f = spawn_named(locks_and_forks, NULL, NULL);
+	assert_int_equal(fiber_join(f, &rv), 0);
+	assert_int_equal((intptr_t)rv, 0);
+	runtime_stop();
+}
+
+static fiber_sem_t fork_sem;
+
+static void *waits_fork_sem(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&ready, 1);
+	return (void *)(intptr_t)fiber_sem_wait(&fork_sem);
+}
+
+/* child_posts - in the child of a parent whose fiber @pf waits on
+ * fork_sem: a fiber of the child waits there too, behind it.  The post
+ * is the child's fiber's: the parent's never runs here. */
+static int child_posts(fiber_t pf)
+{
+	fiber_t cf;
+	void *rv;
+
+	alarm(20);
+	atomic_store(&ready, 0);
+	if (fiber_create(&cf, NULL, waits_fork_sem, NULL))
+		return 1;
+	while (atomic_load(&ready) < 1)
+		usleep(1000);
+	usleep(20000);
+	if (fiber_sem_post(&fork_sem))
+		return 2;
+	if (fiber_join_until(cf, &rv, fiber_now() + 5000000000ull) ||
+	    (intptr_t)rv != 0)
+		return 3; /* the post went to the parent's fiber */
+	if (fiber_join(pf, NULL) != ESHUTDOWN)
+		return 4; /* it never ends here */
+	if (fiber_sem_destroy(&fork_sem))
+		return 5; /* the parent's fiber keeps it busy */
+	if (fiber_shutdown())
+		return 6;
+	return 0;
+}
+
+static void test_fork_child_skips_the_parents_waiters(void **state)
+{
+	fiber_t f;
+	pid_t pid;
+
+	(void)state;
+	atomic_store(&ready, 0);
+	assert_int_equal(fiber_sem_init(&fork_sem, 0), 0);
+	runtime_start(2);
+	f = spawn_named(waits_fork_sem, NULL, NULL);
+	wait_ready(&ready, 1);
+	pid = fork();
+	if (pid == 0)
+		_exit(child_posts(f));
+	assert_true(pid > 0);
+	assert_int_equal(wait_child(pid), 0);
+	/* The parent's fiber is the parent's still. */
+	assert_int_equal(fiber_sem_post(&fork_sem), 0);
+	assert_int_equal(fiber_join(f, NULL), 0);
+	runtime_stop();
+	assert_int_equal(fiber_sem_destroy(&fork_sem), 0);
+}
+
 /* ---- fork while a fiber waits in a select ---- */
 
 static fiber_chan_t *sel_a, *sel_b;
@@ -604,6 +716,8 @@ int main(void)
 		TEST(test_shutdown_create_and_join_race_with_it),
 		TEST(test_fork_child_starts_a_fresh_runtime),
 		TEST(test_fork_from_a_fiber),
+		TEST(test_fork_from_a_fiber_keeps_its_locks),
+		TEST(test_fork_child_skips_the_parents_waiters),
 		TEST(test_fork_child_fiber_returning_exits_zero),
 		TEST(test_fork_while_a_fiber_selects),
 	};

@@ -331,7 +331,10 @@ static int join_until(fiber_t h, void **retval, uint64_t deadline)
 	f = fb_handle_lock(h, &s);
 	if (!f)
 		return ESRCH;
-	if (f->abandoned) { /* by a fiber_shutdown(): it will never end */
+	/* Abandoned by a fiber_shutdown(), or of an earlier runtime (a fork
+	 * child's copy of its parent's fibers): it will never end. */
+	if (f->abandoned ||
+	    (!f->exited && f->epoch != fb_load_relaxed(&fb_rt_epoch))) {
 		fb_spin_unlock(&s->lock);
 		return ESHUTDOWN;
 	}

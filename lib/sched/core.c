@@ -123,14 +123,15 @@ fb_noinline struct fb_worker *fb_worker_self_slow(void)
 }
 #endif
 
+static __thread uint64_t thread_id; /* fb_thread_id(); 0: not yet */
+
 uint64_t fb_thread_id(void)
 {
 	static _Atomic uint64_t next = 1;
-	static __thread uint64_t id;
 
-	if (fb_unlikely(!id))
-		id = (UINT64_C(1) << 63) | fb_add_relaxed(&next, 1);
-	return id;
+	if (fb_unlikely(!thread_id))
+		thread_id = (UINT64_C(1) << 63) | fb_add_relaxed(&next, 1);
+	return thread_id;
 }
 
 void fb_count_foreign(size_t offset)
@@ -162,8 +163,16 @@ void fb_rt_leave(void)
 
 void fb_rt_atfork_child(void)
 {
+	struct fb_worker *w = fb_this_worker_tls;
+
 	fb_store_relaxed(&rt_inside, 0);
 	fb_runtime_set_facts(0, 0);
+	/* Forked from a fiber: the child's thread goes on as that fiber,
+	 * so it keeps the fiber's locks (fb_sync_self), as a thread that
+	 * forks keeps its pthread mutexes.  The fiber itself never runs
+	 * in the child, so nobody else has its id. */
+	if (w && w->curr)
+		thread_id = w->curr->id;
 	fb_this_worker_tls = NULL; /* the child's thread is no worker */
 }
 

@@ -224,10 +224,18 @@ struct fb_waiter {
 /* fb_waiter_claim - take @w for a wake (NONE -> @how).  Returns false if
  * someone else took it first.  Context: any thread; a waker holds the
  * object lock. */
+extern _Atomic uint64_t fb_rt_epoch FB_HIDDEN;
 static inline bool fb_waiter_claim(struct fb_waiter *w, int how)
 {
 	int none = FB_CLAIM_NONE;
 
+	/* A waker never takes the wait of a fiber of an earlier runtime
+	 * (a fork child's copy of its parent's fibers): none of them runs
+	 * again, so what the wake hands over would be lost.  Each waker
+	 * skips it, and destroy does not count it (fb_waitq_busy). */
+	if (how == FB_CLAIM_WOKEN && w->fiber &&
+	    fb_unlikely(w->fiber->epoch != fb_load_relaxed(&fb_rt_epoch)))
+		return false;
 	return atomic_compare_exchange_strong_explicit(w->claimp, &none, how,
 						       memory_order_acq_rel,
 						       memory_order_acquire);
@@ -1159,7 +1167,8 @@ void fb_trace_create_slow(struct fb_worker *this, const struct fb_fiber *f);
  * several workers, a fiber still PARKING, runnext taken, tracing) goes to
  * fb_waiter_wake_tail() or fb_sched_wake_solo_tail(), as tail calls.
  * After a claim the waiter cannot leave by itself, so waking it after the
- * unlock is as good as before it.  Context: as fb_waiter_wake(), @w
+ * unlock is as good as before it; and the claim refused a fiber of an
+ * earlier runtime, so its epoch needs no look here.  Context: as fb_waiter_wake(), @w
  * unlinked and claimed by the caller.
  */
 int fb_waiter_wake_tail(struct fb_waiter *w, unsigned int flags);
@@ -1171,7 +1180,6 @@ static fb_always_inline int fb_waiter_wake_ret(struct fb_waiter *w,
 	struct fb_fiber *f = w->fiber;
 
 	if (fb_unlikely(!this || !this->solo || !f ||
-			f->epoch != fb_load_relaxed(&fb_rt_epoch) ||
 			fb_load_relaxed(&f->state) != FB_FIBER_PARKED))
 		return fb_waiter_wake_tail(w, flags);
 	/* No CAS: the claim made the caller the only one that may move @f

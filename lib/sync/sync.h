@@ -83,10 +83,17 @@ static inline bool fb_waitq_busy(const struct fb_list *q)
 {
 	const struct fb_list *n;
 
-	fb_list_for_each (n, q)
-		if (fb_load_relaxed(fb_container_of(n, struct fb_waiter, node)
-					    ->claimp) != FB_CLAIM_ABANDONED)
+	fb_list_for_each (n, q) {
+		const struct fb_waiter *w =
+			fb_container_of(n, struct fb_waiter, node);
+
+		/* A fiber of an earlier runtime (a fork child's copy of its
+		 * parent's) never comes back: abandoned too. */
+		if (fb_load_relaxed(w->claimp) != FB_CLAIM_ABANDONED &&
+		    (!w->fiber ||
+		     w->fiber->epoch == fb_load_relaxed(&fb_rt_epoch)))
 			return true;
+	}
 	return false;
 }
 
