@@ -337,6 +337,10 @@ static void hold_blocked(void)
 		if (!fb_load_seqcst(&fb_rt_nr_outside) && hold_pass())
 			return;
 		release_workers();
+		/* Every worker out of this pause before the next request,
+		 * so that none is counted paused for it while it runs. */
+		while (fb_load_seqcst(&fb_rt->nr_paused) > 0)
+			usleep(100);
 		usleep(1000);
 	}
 }
