@@ -10,6 +10,7 @@
 #endif
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -509,14 +510,20 @@ void bench_hist_merge(struct bench_hist *into, const struct bench_hist *from)
 
 uint64_t bench_hist_percentile(const struct bench_hist *h, double p)
 {
-	uint64_t rank, seen = 0, v;
+	uint64_t rank, pm, seen = 0, v;
 	unsigned int i;
 
 	if (!h->count)
 		return 0;
-	rank = (uint64_t)(p / 100.0 * h->count);
-	if ((double)rank < p / 100.0 * h->count)
-		rank++;
+	/*
+	 * ceil(p/100 * count) in integers: p/100 * count in doubles is
+	 * 999.0000000000001 for p99.9 of 1000 samples, whose ceiling would
+	 * be the maximum.  p is taken in millionths of a percent, which
+	 * every percentile the programs report is exactly.
+	 */
+	pm = (uint64_t)llround(p * 1e6);
+	rank = (uint64_t)(((unsigned __int128)pm * h->count + 100000000 - 1) /
+			  100000000);
 	if (rank < 1)
 		rank = 1;
 	for (i = 0; i < BENCH_HIST_BUCKETS; i++) {
