@@ -206,6 +206,16 @@ def bad_arguments_exit_2():
         assert err.startswith("fiber-sim:"), err
 
 
+@test
+def refuses_a_pipe_that_holds_nothing():
+    # pipe=0 took no message: every fiber blocked, and the run printed
+    # "seconds nan" with exit 0.
+    _, err = sim("--topology", TOPO, "--workload",
+                 "hackbench:pipe=0,groups=1,fds=1,loops=1", expect_rc=2)
+    assert err.startswith("fiber-sim: hackbench: pipe=0:"), err
+    assert "at least 1 byte" in err, err
+
+
 BIG = "pack:2 numa:2 l3:8 core:32 pu:4"  # 4096 PUs, the most workers
 TOO_BIG = "pack:17 core:241 pu:1"        # 4097 PUs
 

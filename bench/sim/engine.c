@@ -110,6 +110,7 @@ uint64_t sim_rand(struct sim *s)
 void sim_finish(struct sim *s)
 {
 	s->stop = true;
+	s->finished = true;
 }
 
 /* The counters of the acting worker (@w < 0: the foreign row). */
@@ -1934,6 +1935,30 @@ fail_topo:
 	return rc;
 }
 
+/*
+ * deadlocked - how many fibers are parked with nothing left that could
+ * wake them: no fiber runnable or running and no timer armed (a wake
+ * makes its fiber runnable at once, and only fibers and timers wake).
+ * 0 when some fiber can still run.
+ */
+static int deadlocked(struct sim *s)
+{
+	int parked = 0;
+
+	for (int i = 0; i < s->n; i++)
+		if (s->w[i].nr_timers)
+			return 0;
+	for (int i = 0; i < s->nr_fibers; i++) {
+		const struct sim_fiber *f = sim_fiber(s, i);
+
+		if (f->state == SF_RUNNABLE || f->state == SF_RUNNING)
+			return 0;
+		if (f->state == SF_PARKED)
+			parked++;
+	}
+	return parked;
+}
+
 void sim_run(struct sim *s)
 {
 	char err[256];
@@ -1957,6 +1982,10 @@ void sim_run(struct sim *s)
 		s->st.events++;
 		dispatch(s, &e);
 	}
+	/* Ended by the duration or with no event left, not by the
+	 * workload: see whether its fibers wait for each other. */
+	if (!s->finished)
+		s->nr_deadlocked = deadlocked(s);
 	s->end_ns = s->cursor > s->now ? s->cursor : s->now;
 	if (s->o.duration_ns && s->end_ns > s->o.duration_ns)
 		s->end_ns = s->o.duration_ns;

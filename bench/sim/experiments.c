@@ -317,6 +317,14 @@ static int run_one(const struct experiment *x, const struct xcase *c,
 		return -1;
 	}
 	sim_run(&s);
+	if (s.nr_deadlocked) {
+		fprintf(stderr,
+			"fiber-sim: %s %s: deadlock: %d fibers blocked "
+			"for good\n",
+			x->name, c->label, s.nr_deadlocked);
+		sim_close(&s);
+		return -1;
+	}
 	sim_totals(&s, &t);
 	r->value = s.res.value;
 	r->lower_is_better = s.res.lower_is_better;

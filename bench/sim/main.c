@@ -249,6 +249,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	sim_run(&s);
+	if (s.nr_deadlocked) {
+		fprintf(stderr,
+			"fiber-sim: deadlock: %s left %d fibers blocked at "
+			"%.3f virtual ms with none able to run and no timer "
+			"armed; no result\n",
+			o.workload, s.nr_deadlocked, s.now / 1e6);
+		sim_close(&s);
+		return 1;
+	}
 	if (getenv("FIBER_SIM_DUMP")) {
 		void sim_dump(struct sim *, FILE *);
 

@@ -308,6 +308,8 @@ struct sim {
 	uint64_t cursor; /* the acting worker's CPU time within it */
 	uint64_t end_ns;
 	bool stop;
+	bool finished;	   /* the workload called sim_finish() */
+	int nr_deadlocked; /* fibers blocked for good at the end (sim_run) */
 	uint64_t rng;
 	/* the workload */
 	const struct sim_workload *wl;
@@ -324,7 +326,12 @@ struct sim {
 
 /* engine.c */
 int sim_open(struct sim *s, const struct sim_opts *o, char *err, size_t errlen);
-/* sim_run - run until the workload ends or the duration is over. */
+/*
+ * sim_run - run until the workload ends or the duration is over.  A run
+ * whose workload did not end, and in which fibers are blocked while none
+ * can run and no timer is armed, is a deadlock: s->nr_deadlocked says how
+ * many fibers wait for good, and the result means nothing.
+ */
 void sim_run(struct sim *s);
 void sim_close(struct sim *s);
 struct sim_fiber *sim_fiber(struct sim *s, int id);

@@ -231,6 +231,13 @@ static int hb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 			 "datasize must be positive");
 		return -1;
 	}
+	/* A pipe of no bytes takes no message: every fiber would block. */
+	if (sim_param(p, "pipe", 65536) < 1) {
+		snprintf(err, errlen,
+			 "hackbench: pipe=%g: the pipe holds at least 1 byte",
+			 sim_param(p, "pipe", 65536));
+		return -1;
+	}
 	nr = 2 * h->groups * h->fds;
 	h->nr_receivers = h->groups * h->fds;
 	h->pipe = calloc(h->nr_receivers, sizeof(*h->pipe));
@@ -1031,7 +1038,7 @@ static void tb_cleanup(struct sim *s)
 static const struct sim_workload hackbench = {
 	"hackbench",
 	"groups=G (10) fds=F (20) loops=L (100) datasize=D (100) pipe=BYTES "
-	"(65536) ws=KB (16) msg_ns=NS (0: work per message besides the pipe)",
+	"(65536, at least 1) ws=KB (16) msg_ns=NS (0: work per message besides the pipe)",
 	hb_setup,
 	hb_result,
 	hb_cleanup,
