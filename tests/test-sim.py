@@ -207,6 +207,21 @@ def bad_arguments_exit_2():
 
 
 @test
+def refuses_speeds_out_of_range():
+    # smt1=1e-15 put a segment's end past 2^64 ns (an undefined
+    # conversion) and the run never ended.
+    for c in ("smt1=1e-15", "little=1e-300", "smt2=0.0009", "smt4=1001"):
+        _, err = sim("--topology", "pu:2", "--workload", "ebizzy",
+                     "--duration-ms", "5", "--cost", c, expect_rc=2)
+        assert err.startswith("fiber-sim: --cost: %s: a speed is a number "
+                              "from 0.001 to 1000" % c), err
+    out, _ = sim("--topology", "pu:2", "--workload", "ebizzy",
+                 "--duration-ms", "1", "--cost", "smt1=0.001,little=1000",
+                 "--json")
+    assert json.loads(out)["events"] > 0
+
+
+@test
 def refuses_a_pipe_that_holds_nothing():
     # pipe=0 took no message: every fiber blocked, and the run printed
     # "seconds nan" with exit 0.

@@ -123,6 +123,9 @@ void sim_cost_default(struct sim_cost *c)
 
 /* The largest cost parameter: about a quarter hour in ns. */
 #define SIM_COST_MAX 1e12
+/* The speeds (unit "x"): relative to a lone thread on a big core. */
+#define SIM_SPEED_MIN 1e-3
+#define SIM_SPEED_MAX 1e3
 
 int sim_cost_set(struct sim_cost *c, const char *spec)
 {
@@ -162,13 +165,21 @@ int sim_cost_set(struct sim_cost *c, const char *spec)
 				sim_params[i].name, SIM_COST_MAX);
 			return -1;
 		}
-		/* A speed of 0 would never finish a segment; a flag is 0
-		 * or 1. */
-		if ((!strcmp(sim_params[i].unit, "x") && !(v > 0)) ||
-		    (!strcmp(sim_params[i].unit, "bool") && v != 0 && v != 1)) {
-			fprintf(stderr, "fiber-sim: --cost: %s wants %s\n",
-				sim_params[i].name,
-				v == 0 ? "a speed above 0" : "0 or 1");
+		/* A speed of 0 would never finish a segment, and one close
+		 * to it would put the segment's end past the clock's range;
+		 * a flag is 0 or 1. */
+		if (!strcmp(sim_params[i].unit, "x") &&
+		    !(v >= SIM_SPEED_MIN && v <= SIM_SPEED_MAX)) {
+			fprintf(stderr,
+				"fiber-sim: --cost: %s=%.*s: a speed is a number "
+				"from %g to %g\n",
+				sim_params[i].name, (int)(stop - eq - 1),
+				eq + 1, SIM_SPEED_MIN, SIM_SPEED_MAX);
+			return -1;
+		}
+		if (!strcmp(sim_params[i].unit, "bool") && v != 0 && v != 1) {
+			fprintf(stderr, "fiber-sim: --cost: %s wants 0 or 1\n",
+				sim_params[i].name);
 			return -1;
 		}
 		*field(c, &sim_params[i]) = v;

@@ -298,6 +298,20 @@ static double speed_of(struct sim *s, int w)
 	return s->w[w].speed * s->c.smt_speed[k];
 }
 
+/*
+ * seg_end - when @left ns of work at @rate, from @from, are done: at the
+ * end of the clock's range when that is past it (a conversion of a
+ * larger double to uint64_t is undefined).
+ */
+static uint64_t seg_end(uint64_t from, double left, double rate)
+{
+	double d = ceil(left / rate);
+
+	if (!(d < (double)(UINT64_MAX - from)))
+		return UINT64_MAX;
+	return from + (uint64_t)d;
+}
+
 /* rescale - the segment running on @w changes speed at the cursor. */
 static void rescale(struct sim *s, int w)
 {
@@ -318,7 +332,7 @@ static void rescale(struct sim *s, int w)
 		f->seg_start = t;
 	}
 	f->rate = r;
-	done = f->seg_start + (uint64_t)ceil(f->left / r);
+	done = seg_end(f->seg_start, f->left, r);
 	ev_push(s, done, EV_SEG_END, w, ++x->gen);
 }
 
@@ -1605,8 +1619,7 @@ static void start_segment(struct sim *s, int w, struct sim_fiber *f,
 	f->left = work > 0 ? work : 0;
 	f->seg_start = s->cursor;
 	f->rate = speed_of(s, w);
-	ev_push(s, s->cursor + (uint64_t)ceil(f->left / f->rate), EV_SEG_END, w,
-		x->gen);
+	ev_push(s, seg_end(s->cursor, f->left, f->rate), EV_SEG_END, w, x->gen);
 }
 
 /*
