@@ -222,6 +222,22 @@ def refuses_speeds_out_of_range():
 
 
 @test
+def a_run_that_cannot_advance_ends():
+    # record=0 yielded at one instant for ever: --duration-ms never came.
+    _, err = sim("--topology", "pu:2", "--workload", "ebizzy:record=0",
+                 "--duration-ms", "1", expect_rc=2)
+    assert err.startswith("fiber-sim: ebizzy: record=0: a record is more "
+                          "than 0 us"), err
+    # Zero work at zero cost, which the parameters allow: the same.
+    _, err = sim("--topology", "pu:2", "--workload",
+                 "tbench:server=0,client=0", "--cost",
+                 "switch=0,pipe_op=0,select=0,drain=0,drain_fiber=0",
+                 "--duration-ms", "1", expect_rc=1)
+    assert err.startswith("fiber-sim: tbench:server=0,client=0: no "
+                          "progress: "), err
+
+
+@test
 def refuses_a_pipe_that_holds_nothing():
     # pipe=0 took no message: every fiber blocked, and the run printed
     # "seconds nan" with exit 0.

@@ -1972,9 +1972,14 @@ static int deadlocked(struct sim *s)
 	return parked;
 }
 
+/* More events than this at one virtual time are a run that cannot
+ * advance: 64 for each fiber of the largest run. */
+#define SIM_MAX_SAME_TIME (64 * SIM_MAX_FIBERS)
+
 void sim_run(struct sim *s)
 {
 	char err[256];
+	int same_time = 0;
 
 	sim_trace_open(s);
 	s->cursor = 0;
@@ -1992,6 +1997,19 @@ void sim_run(struct sim *s)
 	while (s->nr_heap && !s->stop) {
 		struct sim_event e = ev_pop(s);
 
+		/* A workload that does no work at no cost (every work and
+		 * every cost 0) runs for ever at one instant and never
+		 * reaches --duration-ms. */
+		if (e.t != s->now || !s->st.events)
+			same_time = 0;
+		else if (++same_time > SIM_MAX_SAME_TIME) {
+			fprintf(stderr,
+				"fiber-sim: %s: no progress: %d events at "
+				"%.3f virtual ms without the clock moving "
+				"(work and costs all 0?)\n",
+				s->o.workload, SIM_MAX_SAME_TIME, s->now / 1e6);
+			exit(1);
+		}
 		s->st.events++;
 		dispatch(s, &e);
 	}

@@ -539,6 +539,14 @@ static int eb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	s->wl_state = e;
 	e->threads = (unsigned)sim_param(p, "threads", (double)s->n);
 	e->record_ns = US(sim_param(p, "record", 20));
+	/* A record of no work: its fibers would yield at one instant for
+	 * ever, and the duration never come. */
+	if (!(e->record_ns > 0)) {
+		snprintf(err, errlen,
+			 "ebizzy: record=%g: a record is more than 0 us",
+			 sim_param(p, "record", 20));
+		return -1;
+	}
 	e->measure_ns = (uint64_t)(sim_param(p, "warmup", 0.2) * (double)run);
 	/* first=K: start the fibers on workers K.. (the balance-evidence
 	 * arrangement: "started on the highest workers"); -1: placement */
@@ -1053,7 +1061,7 @@ static const struct sim_workload schbench = {
 };
 static const struct sim_workload ebizzy = {
 	"ebizzy",
-	"threads=N (one per worker) record=US (20) warmup=FRACTION (0.2) "
+	"threads=N (one per worker) record=US (20, above 0) warmup=FRACTION (0.2) "
 	"ws=KB (64) first=K (-1: placement decides; else start on K..)",
 	eb_setup,
 	eb_result,
