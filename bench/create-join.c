@@ -60,6 +60,7 @@ struct options {
 	int from; /* index in from_names[] */
 	bool from_main;
 	bool park;
+	bool batch_set; /* --batch given */
 	bool wg;
 	struct bench_common c;
 };
@@ -325,9 +326,10 @@ static void parse_args(int argc, char **argv, struct options *o)
 	const struct bench_opt opts[] = {
 		BENCH_ULONG(0, "fibers", "N", &o->fibers, 1, FIBERS_MAX,
 			    "fibers to create and join"),
-		BENCH_ULONG(0, "batch", "B", &o->batch, 1, BATCH_MAX,
-			    "create B fibers, then join the B (1: each\n"
-			    "fiber is joined before the next is made)"),
+		BENCH_ULONG_SEEN(0, "batch", "B", &o->batch, 1, BATCH_MAX,
+				 "create B fibers, then join the B (1: each\n"
+				 "fiber is joined before the next is made)",
+				 &o->batch_set),
 		BENCH_CHOICE(0, "from", "fiber|main", &o->from, from_names,
 			     "who creates: a fiber pinned to worker 0, or\n"
 			     "the main thread"),
@@ -338,7 +340,8 @@ static void parse_args(int argc, char **argv, struct options *o)
 		BENCH_FLAG(0, "park", &o->park,
 			   "create all N, each parks on a semaphore;\n"
 			   "report creation time and RSS per parked\n"
-			   "fiber, then release and join them"),
+			   "fiber, then release and join them (not\n"
+			   "with --batch or --wg)"),
 		BENCH_OPTS_RUNTIME(&o->c),
 	};
 
@@ -349,6 +352,15 @@ static void parse_args(int argc, char **argv, struct options *o)
 		    intro_text, outro_text);
 	bench_common_finish(&o->c, false);
 	o->from_main = o->from == 1;
+	/* A park run makes all N at once and joins each with fiber_join():
+	 * a batch or a wait group would be recorded but not used. */
+	if (o->park && (o->batch_set || o->wg)) {
+		fprintf(stderr,
+			PROG ": --park creates all the fibers at once and "
+			     "joins each: it does not take %s\n",
+			o->wg ? "--wg" : "--batch");
+		exit(2);
+	}
 	if (o->batch > o->fibers || o->park)
 		o->batch = o->fibers;
 }

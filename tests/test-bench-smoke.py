@@ -230,6 +230,17 @@ def create_join_park_reports_rss():
 
 
 @test
+def create_join_park_refuses_batch_and_wg():
+    # A park run joins every fiber with fiber_join, all N at once: --wg
+    # and --batch were dropped while the record claimed them.
+    for extra, name in ((["--wg"], "--wg"), (["--batch", "7"], "--batch"),
+                        (["--batch", "1"], "--batch")):
+        _, err = bench("create-join", "--park", "--fibers", "10", "--json",
+                       *extra, expect_rc=2, stderr=True)
+        assert "--park" in err and "does not take %s" % name in err, err
+
+
+@test
 def pipe_pingpong_features():
     recs = records(bench("pipe-pingpong", "--loops", "1000", "--fibers",
                          "--features", "NO_TTWU_QUEUE", "--json"))
