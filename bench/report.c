@@ -46,16 +46,70 @@ extern const char bench_git_revision[];
 #define BENCH_LIBFIBER_VERSION "unknown"
 #endif
 
-/* json_escape - write @s to @f as the inside of a JSON string. */
-static void json_escape(FILE *f, const char *s)
+/*
+ * utf8_len - the length of the well-formed UTF-8 sequence at @s (1 to 4),
+ * or 0 when the byte at @s does not start one: a stray continuation
+ * byte, an overlong form, a surrogate, a code point past U+10FFFF or a
+ * sequence cut short.
+ */
+static int utf8_len(const unsigned char *s)
 {
-	for (; *s; s++) {
+	unsigned char c = s[0];
+	unsigned char lo = 0x80, hi = 0xbf;
+	int n;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	/* the second byte's range excludes the overlong forms, the
+	 * surrogates and what lies past U+10FFFF */
+	if (c == 0xe0)
+		lo = 0xa0;
+	else if (c == 0xed)
+		hi = 0x9f;
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (int i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/*
+ * json_escape - write @s to @f as the inside of a JSON string.  JSON is
+ * UTF-8, but the environment, the command line and file names need not
+ * be: a byte that is not part of a well-formed UTF-8 sequence is written
+ * as \u00XX, XX its value (the character that byte is in Latin-1), so
+ * that the record stays valid and the byte can still be told.
+ */
+static void json_escape(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	while (*s) {
+		int n = utf8_len(s);
+
 		if (*s == '"' || *s == '\\')
 			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
+		else if (*s < 0x20 || !n)
 			fprintf(f, "\\u%04x", *s);
-		else
-			fputc(*s, f);
+		else {
+			fwrite(s, 1, (size_t)n, f);
+			s += n;
+			continue;
+		}
+		s++;
 	}
 }
 

@@ -408,6 +408,49 @@ def json_context():
     assert c["topology_source"] == "LIBFIBER_TOPOLOGY", c
 
 
+@test
+def json_escapes_bytes_that_are_not_utf8():
+    # A topology file with a Latin-1 name: the record was not UTF-8
+    # and no strict parser read it.  Each such byte is written as
+    # \u00XX; good UTF-8 (the second e-acute) passes unchanged.
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(os.fsencode(tmp), b"topo-\xe9-\xc3\xa9.xml")
+        shutil.copy(os.path.join(SOURCE, "tests", "topologies", "n4.xml"),
+                    path)
+        env = {k: v for k, v in os.environb.items()
+               if not k.startswith(b"LIBFIBER_")}
+        env[b"LIBFIBER_TOPOLOGY"] = path
+        proc = subprocess.run([os.path.join(BUILD, "bench", "create-join"),
+                               "--fibers", "100", "--json",
+                               "--features", "WA_IDLE"], env=env,
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=60)
+        assert proc.returncode == 0
+        line = proc.stdout.decode("utf-8")  # strictly
+        rec = records(line)[0]
+        c = rec["context"]
+        name = "topo-\u00e9-\u00e9.xml"
+        assert c["topology"].endswith(name), c["topology"]
+        assert c["env"]["LIBFIBER_TOPOLOGY"].endswith(name), c["env"]
+        assert "\\u00e9-\u00e9.xml" in line, line
+
+
+@test
+def compare_reports_a_failed_run_with_bytes_not_utf8():
+    # The run fails with the file's name, a byte that is not UTF-8 in
+    # it, on stderr: compare said so instead of a UnicodeDecodeError.
+    proc = subprocess.run(
+        [sys.executable.encode(), COMPARE.encode(), b"--build",
+         BUILD.encode(), b"--bench", b"create-join", b"-k", b"2",
+         b"--warmup", b"0", b"--no-plot", b"--a-env",
+         b"LIBFIBER_TOPOLOGY=/nonexistent/topo-\xe9.xml", b"--",
+         b"--fibers", b"10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        timeout=120)
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err and "compare: " in err, err
+
+
 def run_compat(name, *args):
     out = bench(name, "--format", "compat", *args)
     assert "{" not in out, out
