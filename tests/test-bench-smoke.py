@@ -436,6 +436,29 @@ def json_escapes_bytes_that_are_not_utf8():
 
 
 @test
+def compare_json_is_strict():
+    # probes_per_wakeup is 0 on both sides with one worker: its change,
+    # mean, spread and interval were NaN, written as NaN tokens that
+    # strict JSON readers refuse.  They are null, and --load reads them.
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "cmp")
+        run_compare("--build", BUILD, "--bench", "hackbench", "--b",
+                    "NO_WA_IDLE", "-k", "2", "--warmup", "0", "--seed", "1",
+                    "--no-plot", "--out", out, "--", "-g", "1", "-f", "2",
+                    "-l", "5", "--workers", "1")
+
+        def refuse(token):
+            raise ValueError("not JSON: " + token)
+
+        with open(out + ".json") as f:
+            data = json.load(f, parse_constant=refuse)
+        row = [r for r in data["rows"] if r["metric"] == "probes_per_wakeup"]
+        assert row and row[0]["change"] is None, row
+        stdout, _ = run_compare("--load", out + ".json", "--no-plot")
+        assert "probes_per_wakeup" in stdout, stdout
+
+
+@test
 def compare_reports_a_failed_run_with_bytes_not_utf8():
     # The run fails with the file's name, a byte that is not UTF-8 in
     # it, on stderr: compare said so instead of a UnicodeDecodeError.
