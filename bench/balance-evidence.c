@@ -18,6 +18,7 @@
  *   LIBFIBER_SCHED_FEATURES=NO_NUMA_IMB_AFFINITY balance-evidence create 1
  */
 #define _GNU_SOURCE 1
+#include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -73,15 +74,26 @@ static int asym(int n, int secs)
 	fiber_t *f = calloc((size_t)n, sizeof(*f));
 	long r0;
 
+	if (!where || !f) {
+		fprintf(stderr,
+			"balance-evidence: out of memory for %d fibers\n", n);
+		return 1;
+	}
 	for (int i = 0; i < n; i++) {
 		fiber_attr_t a;
 		cpu_set_t s;
+		int err;
 
 		CPU_ZERO(&s);
 		CPU_SET(nw - 1 - i % nw, &s);
 		fiber_attr_init(&a);
 		fiber_attr_setaffinity(&a, sizeof(s), &s);
-		fiber_create(&f[i], &a, ebizzy, &where[i]);
+		err = fiber_create(&f[i], &a, ebizzy, &where[i]);
+		if (err) {
+			fprintf(stderr, "balance-evidence: fiber_create: %s\n",
+				strerror(err));
+			exit(1);
+		}
 		fiber_attr_destroy(&a);
 	}
 	usleep(200000); /* warm-up: placement settles */
@@ -163,20 +175,52 @@ static void *creator(void *arg)
 	return NULL;
 }
 
+static void usage(const char *prog)
+{
+	fprintf(stderr, "usage: %s asym N SECONDS | create AFFINED\n", prog);
+	exit(2);
+}
+
+/* number - @val as a whole number from @lo to @hi, or a message that
+ * names @what and exit 2. */
+static int number(const char *what, const char *val, long lo, long hi)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(val, &end, 10);
+	if (!*val || *end || errno || v < lo || v > hi) {
+		fprintf(stderr,
+			"balance-evidence: %s: invalid value '%s' (expected a "
+			"whole number from %ld to %ld)\n",
+			what, val, lo, hi);
+		exit(2);
+	}
+	return (int)v;
+}
+
 int main(int argc, char **argv)
 {
-	int rc = 0;
+	int rc = 0, n = 0, secs = 0, affined = 0, err;
 
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s asym N SECONDS | create AFFINED\n",
-			argv[0]);
-		return 2;
+	if (argc == 4 && !strcmp(argv[1], "asym")) {
+		n = number("N", argv[2], 1, 4096);
+		secs = number("SECONDS", argv[3], 1, 3600);
+	} else if (argc == 3 && !strcmp(argv[1], "create")) {
+		affined = number("AFFINED", argv[2], 0, 1);
+	} else {
+		usage(argv[0]);
 	}
-	fiber_init(NULL);
-	if (!strcmp(argv[1], "asym") && argc > 3) {
-		rc = asym(atoi(argv[2]), atoi(argv[3]));
-	} else if (!strcmp(argv[1], "create")) {
-		int affined = atoi(argv[2]);
+	err = fiber_init(NULL);
+	if (err) {
+		fprintf(stderr, "balance-evidence: fiber_init: %s\n",
+			strerror(err));
+		return 1;
+	}
+	if (n) {
+		rc = asym(n, secs);
+	} else {
 		fiber_attr_t a;
 		cpu_set_t set;
 		fiber_t f;
@@ -190,7 +234,12 @@ int main(int argc, char **argv)
 			CPU_SET(10, &set);
 			fiber_attr_setaffinity(&a, sizeof(set), &set);
 		}
-		fiber_create(&f, &a, creator, &affined);
+		err = fiber_create(&f, &a, creator, &affined);
+		if (err) {
+			fprintf(stderr, "balance-evidence: fiber_create: %s\n",
+				strerror(err));
+			return 1;
+		}
 		fiber_join(f, NULL);
 		fiber_attr_destroy(&a);
 	}

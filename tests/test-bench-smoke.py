@@ -241,6 +241,20 @@ def create_join_park_refuses_batch_and_wg():
 
 
 @test
+def balance_evidence_checks_its_arguments():
+    # atoi() took anything: "asym 2 0" printed records_per_s inf, a
+    # negative N overflowed calloc, an unknown command exited 0.
+    for args, what in ((["asym", "2", "0"], "SECONDS: invalid value '0'"),
+                       (["asym", "x", "1"], "N: invalid value 'x'"),
+                       (["asym", "-1", "1"], "N: invalid value '-1'"),
+                       (["create", "2"], "AFFINED: invalid value '2'"),
+                       (["asym", "1"], "usage:"), (["foo", "bar"], "usage:"),
+                       ([], "usage:")):
+        _, err = bench("balance-evidence", *args, expect_rc=2, stderr=True)
+        assert what in err, (args, err)
+
+
+@test
 def pipe_pingpong_features():
     recs = records(bench("pipe-pingpong", "--loops", "1000", "--fibers",
                          "--features", "NO_TTWU_QUEUE", "--json"))
