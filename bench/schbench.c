@@ -716,6 +716,15 @@ static void table_latency(const char *title, const struct result *res, int nr,
 	}
 }
 
+/* print_ratio - "@label @a/@b", or "n/a" where a side measured nothing. */
+static void print_ratio(const char *label, double a, double b)
+{
+	if (a > 0 && b > 0)
+		printf("%s %.2f", label, a / b);
+	else
+		printf("%s n/a", label);
+}
+
 static void print_table(const struct options *o, const struct result *res,
 			int nr, const char *features)
 {
@@ -744,18 +753,28 @@ static void print_table(const struct options *o, const struct result *res,
 		printf(" %8.0f %10llu\n", rps->nr ? rps->v[rps->nr - 1] : 0,
 		       res[i].requests);
 	}
-	if (nr == 2)
-		printf("ratio threads/fiber: requests/s %.2f, wakeup p50 %.2f, "
-		       "p99 %.2f\n",
-		       res[1].requests_per_sec / res[0].requests_per_sec,
-		       pct_us(res[1].hist, 50) / pct_us(res[0].hist, 50),
-		       pct_us(res[1].hist, 99) / pct_us(res[0].hist, 99));
+	if (nr == 2) {
+		printf("ratio threads/fiber:");
+		print_ratio(" requests/s", res[1].requests_per_sec,
+			    res[0].requests_per_sec);
+		print_ratio(", wakeup p50", pct_us(res[1].hist, 50),
+			    pct_us(res[0].hist, 50));
+		print_ratio(", p99", pct_us(res[1].hist, 99),
+			    pct_us(res[0].hist, 99));
+		printf("\n");
+	}
 }
 
-/* The warnings of a run: thin tails, too few RPS samples. */
+/* The warnings of a run: nothing timed, thin tails, too few RPS samples. */
 static void check_result(const struct options *o, const struct result *r)
 {
 	char what[64];
+
+	if (!r->hist->count)
+		bench_warn("%s: no request was timed: none started after the "
+			   "%.1f s warm-up and ended within the run; raise "
+			   "-r/--runtime",
+			   r->mode, warmup_ns(o) / 1e9);
 
 	snprintf(what, sizeof(what), "%s wakeup latency", r->mode);
 	bench_check_tail(what, r->hist->count, 99.9);

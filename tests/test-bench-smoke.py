@@ -255,6 +255,18 @@ def balance_evidence_checks_its_arguments():
 
 
 @test
+def schbench_nothing_timed():
+    # The only round of each worker starts in the warm-up and ends after
+    # the run: no request is timed, and the ratios were 0/0, "-nan".
+    out, err = bench("schbench", "-r", "1", "-s", "1000000", "-m", "1",
+                     "-t", "1", stderr=True)
+    assert "nan" not in out.lower(), out
+    assert "ratio threads/fiber: requests/s n/a, wakeup p50 n/a, " \
+        "p99 n/a" in out, out
+    assert "fiber: no request was timed" in err, err
+
+
+@test
 def pipe_pingpong_features():
     recs = records(bench("pipe-pingpong", "--loops", "1000", "--fibers",
                          "--features", "NO_TTWU_QUEUE", "--json"))
