@@ -327,8 +327,10 @@ FIBER_API int fiber_sched_features_string(char *buf, size_t len);
 
 /*
  * Statistics.  fiber_stats_print writes the LIBFIBER_STATS table (json != 0:
- * one JSON object) to @fd.  fiber_stats_counter returns the runtime-wide sum
- * of one counter by its documented name, or -1 for an unknown name.
+ * one JSON object) to @fd and returns 0, ESRCH, ENOMEM or write(2)'s errno
+ * (EPIPE if nobody reads @fd: no SIGPIPE is raised, from any thread).
+ * fiber_stats_counter returns the runtime-wide sum of one counter by its
+ * documented name, or -1 for an unknown name.
  */
 FIBER_API int fiber_stats_print(int fd, int json);
 FIBER_API long long fiber_stats_counter(const char *name);

@@ -948,6 +948,48 @@ static void test_monitor_dump_misuse_returns_errnos(void **state)
 	assert_int_equal(fiber_dump(1), ESRCH);
 }
 
+static int stats_fd;
+
+static void *stats_print_fiber(void *arg)
+{
+	(void)arg;
+	return (void *)(long)fiber_stats_print(stats_fd, 0);
+}
+
+/* fiber_stats_print() misused, as fiber_dump() above: a pipe nobody
+ * reads gives EPIPE from a fiber and from this thread, whose action for
+ * SIGPIPE is the default (a signal would end the test program), and the
+ * thread's signal mask is as it was. */
+static void test_monitor_stats_print_misuse_returns_errnos(void **state)
+{
+	sigset_t mask, pending;
+	void *r = NULL;
+	fiber_t f;
+	int p[2];
+
+	(void)state;
+	clear_env();
+	assert_int_equal(fiber_stats_print(1, 0), ESRCH);
+	runtime_start(2);
+	signal(SIGPIPE, SIG_DFL);
+	assert_int_equal(fiber_stats_print(-1, 0), EBADF);
+	assert_int_equal(pipe(p), 0);
+	close(p[0]);
+	stats_fd = p[1];
+	assert_int_equal(fiber_create(&f, NULL, stats_print_fiber, NULL), 0);
+	assert_int_equal(fiber_join(f, &r), 0);
+	assert_int_equal((long)r, EPIPE);
+	assert_int_equal(fiber_stats_print(p[1], 0), EPIPE);
+	assert_int_equal(fiber_stats_print(p[1], 1), EPIPE);
+	close(p[1]);
+	assert_int_equal(pthread_sigmask(SIG_SETMASK, NULL, &mask), 0);
+	assert_false(sigismember(&mask, SIGPIPE));
+	assert_int_equal(sigpending(&pending), 0);
+	assert_false(sigismember(&pending, SIGPIPE));
+	runtime_stop();
+	assert_int_equal(fiber_stats_print(1, 0), ESRCH);
+}
+
 /* LIBFIBER_DUMP_SIGNAL=USR1: the signal prints the dump on stderr. */
 static void test_monitor_dump_signal_prints_the_dump(void **state)
 {
@@ -1320,6 +1362,7 @@ int main(void)
 		TEST(test_monitor_rescue_is_not_late_while_a_thread_joins),
 		TEST(test_monitor_dump_lists_every_fiber_and_its_wait),
 		TEST(test_monitor_dump_misuse_returns_errnos),
+		TEST(test_monitor_stats_print_misuse_returns_errnos),
 		TEST(test_monitor_dump_while_fibers_churn),
 		TEST(test_monitor_dump_signal_prints_the_dump),
 		TEST(test_monitor_dump_signal_gives_the_action_back),

@@ -154,23 +154,30 @@ static void level_rows(struct out *o, int w, bool json)
 	fb_sched_view_exit();
 }
 
-/* flush - write @o's text to @fd.  Return: 0; ENOMEM if it could not be
- * built; write(2)'s errno. */
+/* flush - write @o's text to @fd; a pipe or socket whose reader left
+ * gives EPIPE, not SIGPIPE, also on a thread that is not a worker.
+ * Return: 0; ENOMEM if it could not be built; write(2)'s errno. */
 static int flush(const struct out *o, int fd)
 {
+	struct fb_nopipe np;
+	int rc = 0;
+
 	if (o->failed)
 		return ENOMEM;
+	fb_nopipe_begin(&np);
 	for (size_t off = 0; off < o->len;) {
 		ssize_t k = write(fd, o->buf + off, o->len - off);
 
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
-			return errno;
+			rc = errno;
+			break;
 		}
 		off += (size_t)k;
 	}
-	return 0;
+	fb_nopipe_end(&np);
+	return rc;
 }
 
 /* The width of a counter's name, and of a value column. */

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -125,6 +126,39 @@ size_t fb_escape(char *dst, size_t len, const char *src, size_t n)
 	}
 	dst[o] = '\0';
 	return o;
+}
+
+static void pipe_set(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGPIPE);
+}
+
+static bool pipe_pending(void)
+{
+	sigset_t pending;
+
+	return !sigpending(&pending) && sigismember(&pending, SIGPIPE);
+}
+
+void fb_nopipe_begin(struct fb_nopipe *s)
+{
+	sigset_t set;
+
+	pipe_set(&set);
+	pthread_sigmask(SIG_BLOCK, &set, &s->old);
+	s->had = pipe_pending();
+}
+
+void fb_nopipe_end(const struct fb_nopipe *s)
+{
+	static const struct timespec zero = { 0, 0 };
+	sigset_t set;
+
+	pipe_set(&set);
+	if (!s->had && pipe_pending())
+		sigtimedwait(&set, NULL, &zero);
+	pthread_sigmask(SIG_SETMASK, &s->old, NULL);
 }
 
 uint64_t fb_now_ns(void)

@@ -7,6 +7,7 @@
 #ifndef FB_COMMON_H
 #define FB_COMMON_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -121,6 +122,21 @@ static inline void fb_spin_unlock(struct fb_spinlock *l)
  * Async-signal-safe.  A @len of 4 * @n + 1 always suffices.
  */
 size_t fb_escape(char *dst, size_t len, const char *src, size_t n);
+
+/*
+ * fb_nopipe_begin, fb_nopipe_end - around writes to a descriptor that may
+ * be a pipe or socket whose reader left, so that they fail with EPIPE and
+ * no SIGPIPE reaches the process: the calling thread blocks SIGPIPE
+ * meanwhile, and one that the writes raised is taken back; one pending
+ * before is left alone.  The process's disposition is not touched.
+ * Context: any thread (the workers block SIGPIPE for good, sched/idle.c).
+ */
+struct fb_nopipe {
+	sigset_t old;
+	bool had;
+};
+void fb_nopipe_begin(struct fb_nopipe *s);
+void fb_nopipe_end(const struct fb_nopipe *s);
 
 /* The three moments of a pthread_atfork() handler, for the per-module
  * hooks that sched/runtime.c calls. */

@@ -509,25 +509,16 @@ int fb_sched_dump(int fd, const char *title)
  */
 int fiber_dump(int fd)
 {
-	static const struct timespec zero = { 0, 0 };
-	bool worker = fb_worker_self() != NULL, had_pipe;
-	sigset_t pipe_set, old, pending;
+	bool worker = fb_worker_self() != NULL;
+	struct fb_nopipe np;
 	int rc;
 
 	if (!worker && !fb_rt_enter())
 		return ESRCH;
-	/* A pipe or socket whose reader left gives EPIPE, not SIGPIPE:
-	 * blocked meanwhile, and one that our writes raised is taken back
-	 * (the workers block it for good, sched/idle.c). */
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-	had_pipe = !sigpending(&pending) && sigismember(&pending, SIGPIPE);
+	/* A pipe or socket whose reader left gives EPIPE, not SIGPIPE. */
+	fb_nopipe_begin(&np);
 	rc = fb_sched_dump(fd, "libfiber: fiber dump");
-	if (!had_pipe && !sigpending(&pending) &&
-	    sigismember(&pending, SIGPIPE))
-		sigtimedwait(&pipe_set, NULL, &zero);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	fb_nopipe_end(&np);
 	if (!worker)
 		fb_rt_leave();
 	return rc;
