@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1349,6 +1350,51 @@ static void test_monitor_trace_has_runs_and_wakeups(void **state)
 	clear_env();
 }
 
+/* LIBFIBER_TRACE naming a path that cannot be written: fiber_init()
+ * refuses it, as LIBFIBER_STATS_FILE's, with the variable, the value and
+ * what it expects, and nothing starts; a path that can be written is
+ * opened at the start. */
+static void test_monitor_trace_to_unwritable_path_is_refused(void **state)
+{
+	char dir[] = "/tmp/test-monitor-trace-dir-XXXXXX", path[96], want[160];
+	struct fiber_config c = { 0 };
+	struct capture cap;
+	struct stat st;
+	char *err;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/no/such/trace.json", dir);
+	clear_env();
+	setenv("LIBFIBER_TRACE", path, 1);
+	c.workers = 2;
+	capture_begin(&cap);
+	assert_int_equal(fiber_init(&c), EINVAL);
+	err = capture_end(&cap);
+	snprintf(want, sizeof(want),
+		 "libfiber: LIBFIBER_TRACE=\"%s\": cannot open it: ", path);
+	if (!strstr(err, want) ||
+	    !strstr(err, "; expected a path that can be written\n"))
+		fail_msg("message:\n%s", err);
+	free(err);
+	assert_int_equal(fiber_nr_workers(), 0);
+	assert_int_equal(fiber_shutdown(), ESRCH);
+
+	snprintf(path, sizeof(path), "%s/trace.json", dir);
+	setenv("LIBFIBER_TRACE", path, 1);
+	assert_int_equal(fiber_init(&c), 0);
+	assert_int_equal(stat(path, &st), 0);
+	runtime_stop();
+	err = read_file(path);
+	if (!strstr(err, "{\"traceEvents\":[") ||
+	    !strstr(err, "\"dropped_events\":0}}\n"))
+		fail_msg("trace:\n%s", err);
+	free(err);
+	unlink(path);
+	rmdir(dir);
+	clear_env();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1375,6 +1421,7 @@ int main(void)
 		TEST(test_monitor_stats_print_at_exit),
 #endif
 		TEST(test_monitor_trace_has_runs_and_wakeups),
+		TEST(test_monitor_trace_to_unwritable_path_is_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -171,6 +171,7 @@ FB_CONFIG(STATS_INTERVAL_MS, INT, 0, 3600000, NULL, "0", stats_interval_ms,
 	  "`0`")
 FB_CONFIG(TRACE, TEXT, 0, 0, NULL, NULL, trace, FB_CFG_NONE,
 	  "write a Chrome/Perfetto trace (JSON) of fiber run intervals per "
-	  "worker and wakeup arrows to this file at shutdown or exit; for "
-	  "short runs: 65536 events (2.5 MiB) per worker, then dropped",
+	  "worker and wakeup arrows to this file (opened, and truncated, when "
+	  "the runtime starts) at shutdown or exit; for short runs: 65536 "
+	  "events (2.5 MiB) per worker, then dropped",
 	  "none")

@@ -7,10 +7,12 @@
  * runtime; and the fork handlers.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <fiber.h>
 
@@ -29,6 +31,10 @@ static struct fb_env rt_env;
 static pthread_mutex_t implicit_mutex = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int implicit_rc;
 
+/* LIBFIBER_TRACE's file, opened by the start (trace_open) and written
+ * through by sched/trace.c; -1: none.  fb_runtime_lock. */
+static int trace_fd = -1;
+
 static void atfork_prepare(void)
 {
 	fb_runtime_atfork(FB_ATFORK_PREPARE);
@@ -46,6 +52,10 @@ static void atfork_child(void)
 	pthread_mutex_init(&implicit_mutex, NULL);
 	fb_store_relaxed(&implicit_rc, 0);
 	fb_env_free(&rt_env);
+	/* The parent's trace is the parent's to write. */
+	if (trace_fd >= 0)
+		close(trace_fd);
+	trace_fd = -1;
 	fb_offload_atfork(FB_ATFORK_CHILD);
 	fb_runtime_atfork(FB_ATFORK_CHILD);
 }
@@ -100,7 +110,36 @@ static const int dump_signals[] = {
 	[FB_DUMP_USR2] = SIGUSR2,
 };
 
-/* start - a runtime for @config.  Context: fb_runtime_lock held. */
+/*
+ * trace_open - open LIBFIBER_TRACE's file (created, or truncated), so that
+ * a path that cannot be written is refused before the run rather than
+ * found out at its end, as LIBFIBER_STATS_FILE's.  A run that writes no
+ * trace (the process is killed) leaves the file empty.
+ * Return: 0; EINVAL with the message printed.
+ */
+static int trace_open(const struct fb_env *env)
+{
+	if (!env->trace)
+		return 0;
+	trace_fd = open(env->trace, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			0666);
+	if (trace_fd < 0) {
+		fprintf(stderr,
+			"libfiber: LIBFIBER_TRACE=\"%s\": cannot open it: %s; "
+			"expected a path that can be written\n",
+			env->trace, strerror(errno));
+		return EINVAL;
+	}
+	return 0;
+}
+
+static void trace_close(void)
+{
+	if (trace_fd >= 0)
+		close(trace_fd);
+	trace_fd = -1;
+}
+
 /* The default worker count: one per PU the process may use (its
  * affinity, which the kernel narrows to the cpuset), but no more than the
  * cgroup's CPU bandwidth limit allows (api/cgroup.c). */
@@ -111,6 +150,7 @@ static int default_workers(const struct fb_topo *topo)
 	return limit && limit < n ? limit : n;
 }
 
+/* start - a runtime for @config.  Context: fb_runtime_lock held. */
 static int start(const struct fiber_config *config)
 {
 	struct fb_sched_params p = { 0 };
@@ -151,15 +191,22 @@ static int start(const struct fiber_config *config)
 	p.interval_fn = fb_stats_interval_fn();
 	p.trace_path = env.trace; /* env lives as long as the runtime */
 	rc = fb_stats_open(&env);
+	if (!rc) {
+		rc = trace_open(&env);
+		if (rc)
+			fb_stats_close();
+	}
 	if (rc) {
 		fb_topo_close(topo);
 		goto fail;
 	}
+	p.trace_fd = trace_fd;
 	rc = fb_runtime_create(&p, topo, &r);
 	if (!rc)
 		rc = fb_runtime_start(r);
 	if (rc) {
 		fb_stats_close();
+		trace_close();
 		goto fail;
 	}
 	fb_offload_configure((unsigned int)env.offload_threads);
@@ -228,6 +275,7 @@ int fiber_shutdown(void)
 		fb_stats_print_out();
 	fb_runtime_free_current();
 	fb_stats_close();
+	trace_close();
 	fb_env_free(&rt_env);
 	fb_runtime_unlock();
 	return abandoned ? EBUSY : 0;

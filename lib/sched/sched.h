@@ -786,6 +786,7 @@ struct fb_sched_params {
 	uint64_t interval_ns;	   /* statistics interval; 0: none */
 	void (*interval_fn)(void); /* writes one interval line (api/) */
 	const char *trace_path;	   /* LIBFIBER_TRACE; NULL: off */
+	int trace_fd; /* @trace_path opened for writing (api/runtime.c) */
 };
 /* What the monitor does when every fiber is blocked (LIBFIBER_DEADLOCK). */
 enum { FB_DEADLOCK_OFF, FB_DEADLOCK_WARN, FB_DEADLOCK_ABORT };
@@ -1149,8 +1150,10 @@ int fb_bt_saved(const void *sp, const void *top, uintptr_t *out, int max);
  * switch and per wake; off, the probes cost that one branch. */
 extern bool fb_trace_on FB_HIDDEN;
 int fb_trace_start(struct fb_runtime *r);
-/* fb_trace_write - write the trace to the file LIBFIBER_TRACE names, once
- * per runtime (the first of shutdown and exit).  Context: any thread. */
+/* fb_trace_write - write the trace to the file LIBFIBER_TRACE names,
+ * through the descriptor that the start opened (params.trace_fd; the
+ * caller of the start keeps and closes it), once per runtime (the first
+ * of shutdown and exit).  Context: any thread. */
 void fb_trace_write(void);
 void fb_trace_stop(struct fb_runtime *r);
 void fb_trace_run_slow(struct fb_worker *w, const struct fb_fiber *f,

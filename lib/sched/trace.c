@@ -9,18 +9,23 @@
  * own, owner-written without atomics; foreign threads share one buffer
  * and take their slots with an atomic add.  A full buffer drops what
  * comes after (counted, and said in the file): the trace is for short
- * runs, and keeps their beginning.  The file is written once per runtime,
- * at fiber_shutdown() or at exit, whichever comes first; the run
- * intervals and the wakeup arrows are matched up then, not while tracing.
+ * runs, and keeps their beginning.  The file is opened when the runtime
+ * starts (api/runtime.c: a path that cannot be written is refused then,
+ * not after the run) and written once per runtime, at fiber_shutdown()
+ * or at exit, whichever comes first; the run intervals and the wakeup
+ * arrows are matched up then, not while tracing.
  *
  * Cost: off, one predictable branch per switch and per wakeup
  * (fb_trace_on, sched/core.c); on, a clock read and a 40-byte store per
  * event, FB_TRACE_EVENTS * 40 bytes (2.5 MiB) per worker.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sched/sched.h"
 
@@ -48,6 +53,7 @@ struct fb_trace_buf {
 bool fb_trace_on;
 static struct fb_trace_buf *foreign_buf;
 static const char *trace_path;
+static int trace_fd = -1;
 static atomic_bool written;
 
 static void put_owner(struct fb_trace_buf *b, const struct ev *e)
@@ -132,6 +138,7 @@ int fb_trace_start(struct fb_runtime *r)
 		}
 	}
 	trace_path = r->params.trace_path;
+	trace_fd = r->params.trace_fd;
 	fb_store_relaxed(&written, false);
 	fb_trace_on = true;
 	return 0;
@@ -147,6 +154,40 @@ void fb_trace_stop(struct fb_runtime *r)
 	fb_free(foreign_buf);
 	foreign_buf = NULL;
 	trace_path = NULL;
+	trace_fd = -1;
+}
+
+/* open_out - a stream of its own on the trace file, from the file's
+ * start: a regular file may have been written since it was opened (by
+ * the child of a fork() that traced to the same path), and the trace
+ * written last is the one that stays, whole.  Anything else (a
+ * terminal, a pipe, /dev/null) is written where it is.  Return: the
+ * stream; NULL with errno. */
+static FILE *open_out(void)
+{
+	int fd = fcntl(trace_fd, F_DUPFD_CLOEXEC, 0);
+	struct stat st;
+	FILE *out;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) ||
+	    (S_ISREG(st.st_mode) &&
+	     (lseek(fd, 0, SEEK_SET) < 0 || ftruncate(fd, 0)))) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return NULL;
+	}
+	out = fdopen(fd, "w");
+	if (!out) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+	}
+	return out;
 }
 
 /* ---- the file ------------------------------------------------------------ */
@@ -281,7 +322,7 @@ void fb_trace_write(void)
 	}
 	runs = malloc((cap + 1) * sizeof(*runs));
 	names = malloc((cap + 1) * sizeof(*names));
-	out = fopen(trace_path, "we");
+	out = open_out();
 	if (!out || !runs || !names) {
 		fprintf(stderr, "libfiber: LIBFIBER_TRACE=\"%s\": %s\n",
 			trace_path, strerror(out ? ENOMEM : errno));
