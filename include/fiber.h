@@ -97,6 +97,7 @@ struct fiber_config {
 	int idle_poll_set;
 	/* "0", "1" or "json"; NULL: LIBFIBER_STATS. */
 	const char *stats;
+	/* For later fields: must be 0, else fiber_init() fails (EINVAL). */
 	unsigned int reserved[8];
 };
 

@@ -440,6 +440,15 @@ static void test_env_config_errors_name_the_field(void **state)
 	expect_config_refused(&c, "fiber_config.stack_size=100: out of range");
 	c = (struct fiber_config){ .idle_poll_set = 1, .idle_poll_us = -2 };
 	expect_config_refused(&c, "fiber_config.idle_poll_us=-2: out of range");
+	/* The reserved words are for later fields: any that is not 0. */
+	c = (struct fiber_config){ .workers = 2 };
+	c.reserved[0] = 0xdeadbeef;
+	expect_config_refused(&c, "fiber_config.reserved[0]=3735928559: not 0; "
+				  "expected 0");
+	c.reserved[0] = 0;
+	c.reserved[7] = 1;
+	expect_config_refused(&c, "fiber_config.reserved[7]=1: not 0; "
+				  "expected 0");
 }
 
 static void *noop_fiber(void *arg)

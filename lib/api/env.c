@@ -418,9 +418,29 @@ static int load_var(struct fb_env *env, const struct var *v,
 	return value ? parse(field, v, name, value, err, errlen) : 0;
 }
 
+/* reserved_refused - EINVAL for a word of @c's reserved[] that is not 0:
+ * a later version may give it a meaning, and a program that put
+ * something there would then change behaviour (doc/abi.md). */
+static int reserved_refused(const struct fiber_config *c, char *err,
+			    size_t errlen)
+{
+	for (size_t i = 0; c && i < FB_ARRAY_SIZE(c->reserved); i++) {
+		if (!c->reserved[i])
+			continue;
+		snprintf(err, errlen,
+			 "fiber_config.reserved[%zu]=%u: not 0; expected 0 "
+			 "(reserved for later fields: zero the whole struct)",
+			 i, c->reserved[i]);
+		return EINVAL;
+	}
+	return 0;
+}
+
 static int load(struct fb_env *env, const struct fiber_config *c, char *err,
 		size_t errlen)
 {
+	if (reserved_refused(c, err, errlen))
+		return EINVAL;
 	for (int i = 0; i < V_NR; i++) {
 		int rc = load_var(env, &vars[i], c, err, errlen);
 
