@@ -175,6 +175,37 @@ static void test_env_bad_values_give_einval(void **state)
 		expect_refused(bad[i].var, bad[i].value);
 }
 
+/* A bad scheduler feature is named where it came from: the call and its
+ * argument for fiber_sched_features_set(), the variable for the
+ * environment; never the other. */
+static void test_env_features_errors_name_their_source(void **state)
+{
+	struct capture c;
+	char msg[2048];
+
+	(void)state;
+	clear_env();
+	capture_begin(&c);
+	assert_int_equal(fiber_sched_features_set("NO_WA_IDLE BOGUS"), EINVAL);
+	capture_end(&c, msg, sizeof(msg));
+	if (!strstr(msg,
+		    "libfiber: fiber_sched_features_set: spec=\"NO_WA_IDLE "
+		    "BOGUS\": unknown scheduler feature \"BOGUS\"; "
+		    "accepted: ") ||
+	    strstr(msg, "LIBFIBER_"))
+		fail_msg("message: %s", msg);
+	assert_int_equal(fiber_sched_feature_get("WA_IDLE"), 1);
+
+	setenv("LIBFIBER_SCHED_FEATURES", "NO_WA_IDLE BOGUS", 1);
+	assert_int_equal(init_capture(msg, sizeof(msg)), EINVAL);
+	if (!strstr(msg, "libfiber: LIBFIBER_SCHED_FEATURES=\"NO_WA_IDLE "
+			 "BOGUS\": unknown scheduler feature \"BOGUS\"; "
+			 "accepted: ") ||
+	    strstr(msg, "fiber_sched_features_set"))
+		fail_msg("message: %s", msg);
+	clear_env();
+}
+
 static void *noop(void *arg)
 {
 	return arg;
@@ -984,6 +1015,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_env_bad_values_give_einval),
+		cmocka_unit_test(test_env_features_errors_name_their_source),
 		cmocka_unit_test(test_env_good_values_start),
 		cmocka_unit_test(test_env_size_parser),
 		cmocka_unit_test(test_env_clock_parser),

@@ -24,10 +24,12 @@ int fiber_sched_features_set(const char *spec)
 	if (!spec)
 		return EINVAL;
 	/* The words apply to the mask they were parsed against: a switch of
-	 * another thread in between is parsed again, never overwritten. */
+	 * another thread in between is parsed again, never overwritten.  A
+	 * bad word is reported as the caller's argument: the environment
+	 * played no part. */
 	do {
-		rc = fb_features_parse("LIBFIBER_SCHED_FEATURES", spec, old, &m,
-				       err, sizeof(err));
+		rc = fb_features_parse("fiber_sched_features_set: spec", spec,
+				       old, &m, err, sizeof(err));
 		if (rc) {
 			fprintf(stderr, "libfiber: %s\n", err);
 			return rc;

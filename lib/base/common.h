@@ -175,8 +175,9 @@ int fb_feature_lookup(const char *word, size_t len);
 /*
  * fb_features_parse - apply a LIBFIBER_SCHED_FEATURES string to @base.
  * Names are separated by spaces or commas; NAME sets, NO_NAME clears.
- * Return: 0 and *@out; EINVAL with a message in @err naming @var, the bad
- * word and the accepted names (*@out untouched).
+ * Return: 0 and *@out; EINVAL with a message in @err naming @var (where
+ * @spec came from: the variable, the fiber_config field or the call's
+ * argument), the bad word and the accepted names (*@out untouched).
  */
 int fb_features_parse(const char *var, const char *spec, uint64_t base,
 		      uint64_t *out, char *err, size_t errlen);
