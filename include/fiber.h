@@ -401,7 +401,14 @@ typedef struct fiber_rwlock {
 typedef struct fiber_barrier {
 	uint64_t opaque[6];
 } fiber_barrier_t;
+/* Name it fiber_once_t.  Its tag in C++ is not the function's name, which
+ * would hide the struct's constructor there (g++ -Wshadow); C keeps the
+ * tag "struct fiber_once" that code may spell.  No symbol carries it in C. */
+#ifdef __cplusplus
+typedef struct fiber_once_s {
+#else
 typedef struct fiber_once {
+#endif
 	uint64_t opaque[4];
 } fiber_once_t;
 

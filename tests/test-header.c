@@ -86,12 +86,34 @@ static void test_header_version_matches_the_header(void **state)
 	assert_true(v[strlen(want)] == '\0' || v[strlen(want)] == '+');
 }
 
+static fiber_once_t once = FIBER_ONCE_INITIALIZER;
+static int once_calls;
+
+static void once_fn(void)
+{
+	once_calls++;
+}
+
+/* C code may spell the once type by its tag, struct fiber_once: it is
+ * still fiber_once_t (only C++ sees another tag, fiber.h). */
+static void test_header_once_keeps_its_c_tag(void **state)
+{
+	struct fiber_once *o = &once;
+
+	(void)state;
+	assert_int_equal(fiber_once(o, once_fn), 0);
+	assert_int_equal(fiber_once(&once, once_fn), 0);
+	assert_int_equal(once_calls, 1);
+	fiber_shutdown();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		TEST(test_header_workerset_pins_without_feature_macros),
 		TEST(test_header_uninitialised_attr_is_einval),
 		TEST(test_header_version_matches_the_header),
+		TEST(test_header_once_keeps_its_c_tag),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
