@@ -1235,6 +1235,58 @@ static void test_monitor_interval_lines_come_at_the_rate(void **state)
 	clear_env();
 }
 
+/* fd_open_on - does this process hold a descriptor open on @path? */
+static bool fd_open_on(const char *path)
+{
+	char link[300], target[4096];
+	struct dirent *e;
+	bool found = false;
+	DIR *d = opendir("/proc/self/fd");
+
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d))) {
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n > 0) {
+			target[n] = '\0';
+			found = !strcmp(target, path);
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* A fork child does not keep the parent's LIBFIBER_STATS_FILE open: the
+ * file is the parent's to write. */
+static void test_monitor_stats_file_is_not_inherited(void **state)
+{
+	char path[] = "/tmp/test-monitor-stats-XXXXXX";
+	int fd = mkstemp(path), st;
+	pid_t pid;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	clear_env();
+	setenv("LIBFIBER_STATS", "1", 1);
+	setenv("LIBFIBER_STATS_FILE", path, 1);
+	runtime_start(2);
+	assert_true(fd_open_on(path));
+	pid = fork();
+	if (pid == 0)
+		_exit(fd_open_on(path) ? 1 : 0);
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	runtime_stop();
+	unlink(path);
+	clear_env();
+}
+
 /* The interval lines give each counter's change since the line before;
  * after fiber_stats_reset() (counters back at 0) that is the count since
  * the reset, never a wrapped difference. */
@@ -1416,6 +1468,7 @@ int main(void)
 		TEST(test_monitor_sleeps_with_only_the_deadlock_check),
 		TEST(test_monitor_interval_lines_come_at_the_rate),
 		TEST(test_monitor_interval_lines_survive_a_reset),
+		TEST(test_monitor_stats_file_is_not_inherited),
 #if !defined(__SANITIZE_THREAD__)
 		/* TSan cannot start threads in the child of a threaded process. */
 		TEST(test_monitor_stats_print_at_exit),

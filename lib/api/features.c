@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * base/features.c - the public calls on the scheduler features: switch them
+ * api/features.c - the public calls on the scheduler features: switch them
  * while the runtime runs (LIBFIBER_SCHED_FEATURES syntax), ask one, print
  * them all.  The list, the mask and the parser are base's
  * (base/features.c); what depends on the mask is rebuilt by the scheduler

@@ -52,10 +52,11 @@ static void atfork_child(void)
 	pthread_mutex_init(&implicit_mutex, NULL);
 	fb_store_relaxed(&implicit_rc, 0);
 	fb_env_free(&rt_env);
-	/* The parent's trace is the parent's to write. */
+	/* The parent's trace and statistics are the parent's to write. */
 	if (trace_fd >= 0)
 		close(trace_fd);
 	trace_fd = -1;
+	fb_stats_close();
 	fb_offload_atfork(FB_ATFORK_CHILD);
 	fb_runtime_atfork(FB_ATFORK_CHILD);
 }

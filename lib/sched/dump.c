@@ -31,7 +31,6 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
-#include <signal.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
