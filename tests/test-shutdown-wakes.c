@@ -305,12 +305,76 @@ test_shutdown_deadlines_due_during_it_leave_objects_free(void **state)
 	assert_int_equal(busy, 0);
 }
 
+/* ---- a fiber that yields until one on a paused worker runs ---- */
+
+/*
+ * Y, pinned to worker 0, waits on a semaphore and sets a flag; X, pinned
+ * to worker 1, sleeps 300 us, posts, and yields until the flag is set.
+ * A shutdown that paused worker 0 with Y queued there and then waited
+ * for worker 1, busy with X, to pause too, waited for ever.
+ */
+static fiber_sem_t sy;
+static atomic_int y_flag;
+
+static void *y_sets(void *arg)
+{
+	(void)arg;
+	while (!fiber_sem_wait(&sy))
+		atomic_store(&y_flag, 1);
+	return NULL;
+}
+
+static void *x_yields(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		fiber_usleep(300);
+		fiber_sem_post(&sy);
+		while (!atomic_load(&y_flag))
+			fiber_yield();
+		atomic_store(&y_flag, 0);
+	}
+	return NULL;
+}
+
+static fiber_t pinned(void *(*fn)(void *), int worker)
+{
+	fiber_workerset_t set;
+	fiber_attr_t a;
+	fiber_t f;
+
+	fiber_workerset_zero(&set);
+	fiber_workerset_add(&set, worker);
+	assert_int_equal(fiber_attr_init(&a), 0);
+	assert_int_equal(fiber_attr_setstacksize(&a, TEST_STACK), 0);
+	assert_int_equal(fiber_attr_setaffinity(&a, sizeof(set), &set), 0);
+	assert_int_equal(fiber_create(&f, &a, fn, NULL), 0);
+	return f;
+}
+
+static void test_shutdown_ends_beside_a_yielding_fiber(void **state)
+{
+	(void)state;
+	for (int r = 0; r < 20; r++) {
+		assert_int_equal(fiber_sem_init(&sy, 0), 0);
+		atomic_store(&y_flag, 0);
+		runtime_start(2);
+		pinned(y_sets, 0);
+		pinned(x_yields, 1);
+		usleep(30000);
+		alarm(60); /* a hang fails the test (SIGALRM) */
+		assert_int_equal(fiber_shutdown(), EBUSY);
+		alarm(0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		TEST(test_shutdown_foreign_unlock_reaches_the_thread_behind),
 		TEST(test_shutdown_value_sent_during_it_is_never_lost),
 		TEST(test_shutdown_deadlines_due_during_it_leave_objects_free),
+		TEST(test_shutdown_ends_beside_a_yielding_fiber),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -548,6 +548,8 @@ static int child_posts(fiber_t pf)
 		return 3; /* the post went to the parent's fiber */
 	if (fiber_join(pf, NULL) != ESHUTDOWN)
 		return 4; /* it never ends here */
+	if (fiber_cancel(pf) != ESHUTDOWN)
+		return 7; /* as for an abandoned fiber */
 	if (fiber_sem_destroy(&fork_sem))
 		return 5; /* the parent's fiber keeps it busy */
 	if (fiber_shutdown())
@@ -576,6 +578,99 @@ static void test_fork_child_skips_the_parents_waiters(void **state)
 	assert_int_equal(fiber_join(f, NULL), 0);
 	runtime_stop();
 	assert_int_equal(fiber_sem_destroy(&fork_sem), 0);
+}
+
+static fiber_rwlock_t fork_rwq = FIBER_RWLOCK_INITIALIZER;
+static atomic_int child_got;
+
+static void *wrlock_unlock(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&ready, 1);
+	fiber_rwlock_wrlock(&fork_rwq);
+	fiber_rwlock_unlock(&fork_rwq);
+	return NULL;
+}
+
+static void *rdlock_unlock(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&ready, 1);
+	fiber_rwlock_rdlock(&fork_rwq);
+	fiber_rwlock_unlock(&fork_rwq);
+	return NULL;
+}
+
+static void *thread_wrlocks(void *arg)
+{
+	(void)arg;
+	if (fiber_rwlock_wrlock(&fork_rwq) == 0) {
+		atomic_store(&child_got, 1);
+		fiber_rwlock_unlock(&fork_rwq);
+	}
+	return NULL;
+}
+
+/* child_rwlock - in the child of a parent whose main thread held
+ * fork_rwq (shared if @writer_queued, else exclusive) with a fiber
+ * queued behind it for the other kind: the parent's fiber neither keeps
+ * readers out nor takes the wake meant for the child's writer. */
+static int child_rwlock(bool writer_queued)
+{
+	pthread_t t;
+
+	alarm(20);
+	atomic_store(&child_got, 0);
+	if (writer_queued) {
+		if (fiber_rwlock_unlock(&fork_rwq))
+			return 1;
+		if (fiber_rwlock_tryrdlock(&fork_rwq))
+			return 2; /* the parent's writer kept it */
+		if (fiber_rwlock_unlock(&fork_rwq))
+			return 3;
+	} else {
+		if (pthread_create(&t, NULL, thread_wrlocks, NULL))
+			return 4;
+		usleep(50000); /* the thread queues */
+		if (fiber_rwlock_unlock(&fork_rwq))
+			return 5;
+		pthread_join(t, NULL); /* hangs if the wake was lost */
+		if (!atomic_load(&child_got))
+			return 6;
+	}
+	if (fiber_rwlock_destroy(&fork_rwq))
+		return 7;
+	return 0;
+}
+
+/* A parent's fiber queued on a rwlock, as writer behind a reader or as
+ * reader behind a writer, does not block the child's copy. */
+static void test_fork_child_rwlock_ignores_the_parents_fibers(void **state)
+{
+	(void)state;
+	for (int writer_queued = 0; writer_queued < 2; writer_queued++) {
+		fiber_t f;
+		pid_t pid;
+
+		atomic_store(&ready, 0);
+		assert_int_equal(fiber_rwlock_init(&fork_rwq), 0);
+		runtime_start(2);
+		if (writer_queued)
+			assert_int_equal(fiber_rwlock_rdlock(&fork_rwq), 0);
+		else
+			assert_int_equal(fiber_rwlock_wrlock(&fork_rwq), 0);
+		f = spawn_named(writer_queued ? wrlock_unlock : rdlock_unlock,
+				NULL, NULL);
+		wait_ready(&ready, 1);
+		pid = fork();
+		if (pid == 0)
+			_exit(child_rwlock(writer_queued));
+		assert_true(pid > 0);
+		assert_int_equal(wait_child(pid), 0);
+		assert_int_equal(fiber_rwlock_unlock(&fork_rwq), 0);
+		assert_int_equal(fiber_join(f, NULL), 0);
+		runtime_stop();
+	}
 }
 
 /* ---- fork while a fiber waits in a select ---- */
@@ -718,6 +813,7 @@ int main(void)
 		TEST(test_fork_from_a_fiber),
 		TEST(test_fork_from_a_fiber_keeps_its_locks),
 		TEST(test_fork_child_skips_the_parents_waiters),
+		TEST(test_fork_child_rwlock_ignores_the_parents_fibers),
 		TEST(test_fork_child_fiber_returning_exits_zero),
 		TEST(test_fork_while_a_fiber_selects),
 	};

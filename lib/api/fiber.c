@@ -308,6 +308,15 @@ fail:
 	return rc == ENOMEM ? EAGAIN : rc;
 }
 
+/* never_ends - @f was abandoned by a fiber_shutdown(), or is a live fiber
+ * of an earlier runtime (a fork child's copy of its parent's fibers).
+ * Context: @f's slot lock held. */
+static bool never_ends(const struct fb_fiber *f)
+{
+	return f->abandoned ||
+	       (!f->exited && f->epoch != fb_load_relaxed(&fb_rt_epoch));
+}
+
 /*
  * join_until - fiber_join() that gives up at @deadline.  A joiner that
  * leaves without the reaper (timed out) does so under the slot lock, and
@@ -331,10 +340,7 @@ static int join_until(fiber_t h, void **retval, uint64_t deadline)
 	f = fb_handle_lock(h, &s);
 	if (!f)
 		return ESRCH;
-	/* Abandoned by a fiber_shutdown(), or of an earlier runtime (a fork
-	 * child's copy of its parent's fibers): it will never end. */
-	if (f->abandoned ||
-	    (!f->exited && f->epoch != fb_load_relaxed(&fb_rt_epoch))) {
+	if (never_ends(f)) {
 		fb_spin_unlock(&s->lock);
 		return ESHUTDOWN;
 	}
@@ -403,7 +409,7 @@ int fiber_cancel(fiber_t h)
 	f = fb_handle_lock(h, &s);
 	if (!f)
 		return ESRCH;
-	if (f->abandoned)
+	if (never_ends(f))
 		err = ESHUTDOWN;
 	else if (f->exited)
 		err = ESRCH;

@@ -314,13 +314,32 @@ static bool hold_pass(void)
 	return all;
 }
 
+/* any_work - does some worker have a fiber to run?  A paused one does
+ * not run it, and a fiber elsewhere may be waiting for it (yielding in a
+ * loop until it runs): release them. */
+static bool any_work(void)
+{
+	for (int i = 0; i < fb_rt->nr_workers; i++)
+		if (fb_worker_has_work(fb_rt->workers[i]))
+			return true;
+	return false;
+}
+
+/* How long hold_blocked() waits for every worker to pause before it
+ * releases those that did and asks again, doubling up to the maximum:
+ * a fiber may wait for one that sleeps on a paused worker's timers. */
+#define FB_HOLD_WAIT_US 1000
+#define FB_HOLD_WAIT_MAX_US (100 * 1000)
+
 /*
  * hold_blocked - make every fiber still blocked unwakeable while the
  * workers can still run one that a waker gets first.  Ask the workers to
  * pause, each once it is out of work; with all of them paused no fiber
  * runs, so a parked fiber's waiter holds still for hold_pass().  If some
  * fiber is runnable, or was claimed by a waker, or a call is served
- * outside the runtime (whose wake must not be lost), release them for a
+ * outside the runtime (whose wake must not be lost), or some worker did
+ * not pause in time (it may run a fiber that waits for one queued on, or
+ * sleeping on the timers of, a paused worker), release them for a
  * millisecond and try again.  Once every fiber is held, no wake can reach
  * one (a waker skips a claimed waiter, and goes on to the next: a foreign
  * thread queued behind an abandoned fiber gets the mutex), no create is
@@ -328,14 +347,23 @@ static bool hold_pass(void)
  */
 static void hold_blocked(void)
 {
+	unsigned int limit_us = FB_HOLD_WAIT_US;
+
 	for (;;) {
+		unsigned int waited = 0;
+
 		fb_add(&fb_rt->pausing, 1); /* odd: a request */
 		for (int i = 0; i < fb_rt->nr_workers; i++)
 			fb_sched_wake_worker(fb_rt->workers[i], NULL);
-		while (fb_load_seqcst(&fb_rt->nr_paused) < fb_rt->nr_workers)
+		while (fb_load_seqcst(&fb_rt->nr_paused) < fb_rt->nr_workers &&
+		       waited < limit_us && !any_work()) {
 			usleep(100);
-		if (!fb_load_seqcst(&fb_rt_nr_outside) && hold_pass())
+			waited += 100;
+		}
+		if (fb_load_seqcst(&fb_rt->nr_paused) == fb_rt->nr_workers &&
+		    !fb_load_seqcst(&fb_rt_nr_outside) && hold_pass())
 			return;
+		limit_us = FB_MIN(2 * limit_us, FB_HOLD_WAIT_MAX_US);
 		release_workers();
 		/* Every worker out of this pause before the next request,
 		 * so that none is counted paused for it while it runs. */

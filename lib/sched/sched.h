@@ -225,16 +225,23 @@ struct fb_waiter {
  * someone else took it first.  Context: any thread; a waker holds the
  * object lock. */
 extern _Atomic uint64_t fb_rt_epoch FB_HIDDEN;
+/* fb_waiter_stale - is @w a wait of a fiber of an earlier runtime (a fork
+ * child's copy of its parent's fibers)?  None of them runs again: every
+ * waker skips it (fb_waiter_claim), and no object counts it as a waiter
+ * (fb_waitq_waiting) or as busy (fb_waitq_busy). */
+static inline bool fb_waiter_stale(const struct fb_waiter *w)
+{
+	return w->fiber &&
+	       fb_unlikely(w->fiber->epoch != fb_load_relaxed(&fb_rt_epoch));
+}
+
 static inline bool fb_waiter_claim(struct fb_waiter *w, int how)
 {
 	int none = FB_CLAIM_NONE;
 
-	/* A waker never takes the wait of a fiber of an earlier runtime
-	 * (a fork child's copy of its parent's fibers): none of them runs
-	 * again, so what the wake hands over would be lost.  Each waker
-	 * skips it, and destroy does not count it (fb_waitq_busy). */
-	if (how == FB_CLAIM_WOKEN && w->fiber &&
-	    fb_unlikely(w->fiber->epoch != fb_load_relaxed(&fb_rt_epoch)))
+	/* A waker never takes a stale wait: what the wake hands over
+	 * would be lost. */
+	if (how == FB_CLAIM_WOKEN && fb_waiter_stale(w))
 		return false;
 	return atomic_compare_exchange_strong_explicit(w->claimp, &none, how,
 						       memory_order_acq_rel,

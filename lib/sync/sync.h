@@ -66,10 +66,16 @@ static inline bool fb_waitq_waiting(const struct fb_list *q)
 {
 	const struct fb_list *n;
 
-	fb_list_for_each (n, q)
-		if (fb_load_relaxed(fb_container_of(n, struct fb_waiter, node)
-					    ->claimp) == FB_CLAIM_NONE)
+	fb_list_for_each (n, q) {
+		const struct fb_waiter *w =
+			fb_container_of(n, struct fb_waiter, node);
+
+		/* As fb_waiter_claim() sees it: a fiber of an earlier
+		 * runtime is no waiter a waker could take. */
+		if (fb_load_relaxed(w->claimp) == FB_CLAIM_NONE &&
+		    !fb_waiter_stale(w))
 			return true;
+	}
 	return false;
 }
 
@@ -90,8 +96,7 @@ static inline bool fb_waitq_busy(const struct fb_list *q)
 		/* A fiber of an earlier runtime (a fork child's copy of its
 		 * parent's) never comes back: abandoned too. */
 		if (fb_load_relaxed(w->claimp) != FB_CLAIM_ABANDONED &&
-		    (!w->fiber ||
-		     w->fiber->epoch == fb_load_relaxed(&fb_rt_epoch)))
+		    !fb_waiter_stale(w))
 			return true;
 	}
 	return false;
