@@ -535,6 +535,14 @@ static int child_posts(fiber_t pf)
 	void *rv;
 
 	alarm(20);
+	if (!CHILD_MAY_START_THREADS) {
+		/* No fiber of the child's: the post stays for trywait. */
+		if (fiber_sem_post(&fork_sem))
+			return 2;
+		if (fiber_sem_trywait(&fork_sem))
+			return 3; /* the post went to the parent's fiber */
+		goto rest;
+	}
 	atomic_store(&ready, 0);
 	if (fiber_create(&cf, NULL, waits_fork_sem, NULL))
 		return 1;
@@ -546,13 +554,14 @@ static int child_posts(fiber_t pf)
 	if (fiber_join_until(cf, &rv, fiber_now() + 5000000000ull) ||
 	    (intptr_t)rv != 0)
 		return 3; /* the post went to the parent's fiber */
+rest:
 	if (fiber_join(pf, NULL) != ESHUTDOWN)
 		return 4; /* it never ends here */
 	if (fiber_cancel(pf) != ESHUTDOWN)
 		return 7; /* as for an abandoned fiber */
 	if (fiber_sem_destroy(&fork_sem))
 		return 5; /* the parent's fiber keeps it busy */
-	if (fiber_shutdown())
+	if (CHILD_MAY_START_THREADS && fiber_shutdown())
 		return 6;
 	return 0;
 }
@@ -628,6 +637,12 @@ static int child_rwlock(bool writer_queued)
 			return 2; /* the parent's writer kept it */
 		if (fiber_rwlock_unlock(&fork_rwq))
 			return 3;
+	} else if (!CHILD_MAY_START_THREADS) {
+		if (fiber_rwlock_unlock(&fork_rwq))
+			return 5;
+		if (fiber_rwlock_trywrlock(&fork_rwq) ||
+		    fiber_rwlock_unlock(&fork_rwq))
+			return 6;
 	} else {
 		if (pthread_create(&t, NULL, thread_wrlocks, NULL))
 			return 4;
