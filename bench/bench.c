@@ -34,6 +34,9 @@ void bench_die(const char *fmt, ...)
 	exit(1);
 }
 
+/* BENCH_OPTS_RUNTIME's help states the bound. */
+_Static_assert(BENCH_WORKERS_MAX == 1024, "--workers' help says 1 to 1024");
+
 /* The command as typed (fiber-hackbench when installed), for "Usage:" and
  * "Try"; bench_name until bench_parse() has seen argv[0]. */
 static const char *command = bench_name;

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <fiber.h>
+
 /* Each program defines its name; messages start with it. */
 extern const char bench_name[];
 
@@ -134,12 +136,14 @@ struct bench_common {
 	const char *features;
 };
 
-#define BENCH_WORKERS_MAX 4096
+/* The runtime's limit (fiber_init() refuses more), so that --workers is
+ * refused with its own name and exit 2 rather than by fiber_init(). */
+#define BENCH_WORKERS_MAX FIBER_WORKERS_MAX
 
 /* --workers, --features, --format, --json. */
 #define BENCH_OPTS_RUNTIME(c)                                                  \
 	BENCH_UINT(0, "workers", "N", &(c)->workers, 1, BENCH_WORKERS_MAX,     \
-		   "fiber workers"),                                           \
+		   "fiber workers, 1 to 1024 (FIBER_WORKERS_MAX)"),            \
 		BENCH_STR(0, "features", "STR", &(c)->features,                \
 			  "fiber_sched_features_set(STR) after fiber_init\n"   \
 			  "(LIBFIBER_SCHED_FEATURES syntax)"),                 \

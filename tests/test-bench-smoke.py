@@ -267,6 +267,17 @@ def schbench_nothing_timed():
 
 
 @test
+def workers_beyond_the_runtime_refused():
+    # --workers took up to 4096, and fiber_init() refused 1025 with a
+    # message naming fiber_config.workers and exit 1.
+    for name in ("pipe-pingpong", "create-join", "hackbench", "schbench"):
+        _, err = bench(name, "--workers", "1025", expect_rc=2, stderr=True)
+        assert "--workers: invalid value '1025' (expected a whole number " \
+            "from 1 to 1024)" in err, (name, err)
+        assert "fiber_config" not in err, (name, err)
+
+
+@test
 def pipe_pingpong_features():
     recs = records(bench("pipe-pingpong", "--loops", "1000", "--fibers",
                          "--features", "NO_TTWU_QUEUE", "--json"))
