@@ -354,8 +354,12 @@ void bench_parse(int argc, char **argv, const struct bench_opt *opts, size_t nr,
 	opt_shorts = NULL;
 }
 
+static void check_features(const char *spec);
+
 void bench_common_finish(struct bench_common *c, bool other_mode)
 {
+	if (c->features)
+		check_features(c->features);
 	if (c->json)
 		c->format = BENCH_FORMAT_JSON;
 	if (!c->fibers && !c->threads && !other_mode) {
@@ -389,6 +393,67 @@ static char *features_string(void)
 	else
 		fiber_sched_features_string(buf, len + 1);
 	return buf;
+}
+
+/* A word of --features: NAME or NO_NAME, NAME a feature of the library. */
+static bool feature_word_known(const char *w)
+{
+	return fiber_sched_feature_get(w) >= 0 ||
+	       (!strncmp(w, "NO_", 3) && fiber_sched_feature_get(w + 3) >= 0);
+}
+
+/* feature_names - fiber_sched_features_string()'s "NAME NO_NAME ..." as
+ * the bare names, to free(). */
+static char *feature_names(void)
+{
+	char *names = features_string(), *out = names, *save, *t;
+
+	for (t = strtok_r(names, " ", &save); t;
+	     t = strtok_r(NULL, " ", &save)) {
+		size_t len;
+
+		if (!strncmp(t, "NO_", 3))
+			t += 3;
+		if (out != names)
+			*out++ = ' ';
+		len = strlen(t);
+		memmove(out, t, len);
+		out += len;
+	}
+	*out = '\0';
+	return names;
+}
+
+/*
+ * check_features - refuse a --features string with a word the library does
+ * not know, before the runtime starts: fiber_sched_features_set() would
+ * refuse it too, but with a message that names the call, not --features.
+ */
+static void check_features(const char *spec)
+{
+	static const char sep[] = " \t\n,";
+	const char *w = spec;
+	char word[64], *names;
+	size_t len;
+
+	for (;; w += len) {
+		w += strspn(w, sep);
+		len = strcspn(w, sep);
+		if (!len)
+			return;
+		snprintf(word, sizeof(word), "%.*s", (int)len, w);
+		if (len < sizeof(word) && feature_word_known(word))
+			continue;
+		names = feature_names();
+		fprintf(stderr,
+			"%s: --features: invalid value '%s': unknown scheduler "
+			"feature '%.*s' (expected names separated by spaces or "
+			"commas, NAME turns on, NO_NAME turns off; names: %s)\n",
+			bench_name, spec, (int)(len < 64 ? len : 64), w, names);
+		fprintf(stderr, "Try '%s --help'.\n", command);
+		free(names);
+		exit(2);
+	}
 }
 
 char *bench_start_runtime(unsigned int workers, const char *features)

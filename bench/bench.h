@@ -178,7 +178,8 @@ void bench_parse(int argc, char **argv, const struct bench_opt *opts, size_t nr,
  * bench_common_finish - after bench_parse(): --json means --format json;
  * without --fibers, --threads or a mode of the program's own
  * (@other_mode), run both, or only the fiber mode with --format compat
- * (the imitated tool prints one result).
+ * (the imitated tool prints one result).  A --features word that is no
+ * feature's NAME or NO_NAME is named on stderr, with the names, and exits 2.
  */
 void bench_common_finish(struct bench_common *c, bool other_mode);
 

@@ -286,6 +286,23 @@ def pipe_pingpong_features():
 
 
 @test
+def features_errors_name_the_option():
+    # --features bogus printed the library's message first, naming
+    # LIBFIBER_SCHED_FEATURES (later fiber_sched_features_set), which the
+    # user never used; one message names --features, the value, the word
+    # and the names, before anything starts.
+    for name in ("pipe-pingpong", "hackbench"):
+        _, err = bench(name, "--features", "WA_IDLE,bogus", expect_rc=2,
+                       stderr=True)
+        assert err.startswith("%s: --features: invalid value "
+                              "'WA_IDLE,bogus': unknown scheduler feature "
+                              "'bogus' (" % name), (name, err)
+        assert "NO_NAME turns off; names: SIS_UTIL " in err, (name, err)
+        assert "LIBFIBER_SCHED_FEATURES" not in err, (name, err)
+        assert "fiber_sched_features_set" not in err, (name, err)
+
+
+@test
 def hackbench_messages_add_up():
     recs = records(bench("hackbench", "--groups", "2", "--fds", "3",
                          "--loops", "20", "--datasize", "64", "--workers",
