@@ -21,7 +21,10 @@
 
 static const char usage[] =
 	"usage: fiber-topology [--topology STR] [--workers N] [--json] "
-	"[--features]\n";
+	"[--features]\n"
+	"  --workers N  the view of N workers, 1 to 4096 (default: one per "
+	"PU)\n";
+_Static_assert(FB_MAX_WORKERS == 4096, "the usage says 1 to 4096");
 
 /* Print @m as a list: "0-3,8" (text) or "[0,1,2,3,8]" (JSON). */
 static void print_mask(const struct fb_wmask *m, bool json)
@@ -180,8 +183,10 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--workers") && i + 1 < argc) {
 			long n;
 
+			/* the view's limit, not the runtime's 1024: the
+			 * tool starts no worker */
 			if (arg_number("fiber-topology", "--workers", argv[++i],
-				       0, 1024, &n))
+				       1, FB_MAX_WORKERS, &n))
 				return 2;
 			workers = (int)n;
 		} else {

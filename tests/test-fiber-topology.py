@@ -7,7 +7,9 @@ Usage: test-fiber-topology.py FIBER_TOPOLOGY
 
 - a small synthetic machine prints its domains and exits 0;
 - more PUs than a view can have (4608), with no --workers, exits 2 with a
-  message that names --workers and the bound; with --workers it prints;
+  message that names --workers and the bound; with --workers it prints,
+  up to that bound (the view's 4096, not the runtime's 1024), and a
+  --workers above it exits 2 naming the same bound;
 - a synthetic description too large to load is refused (exit 1) with a
   message that names LIBFIBER_TOPOLOGY, the value and the bounds.
 Exit 77 (skip) when the tool is not built.
@@ -43,6 +45,16 @@ def main():
            and "--workers from 1 to 4096" in err, f"rc {rc}\n{err}")
     rc, out, err = run(tool, "pack:9 l3:4 core:32 pu:4", "--workers", "8")
     expect("4608 PUs with --workers 8", rc == 0, f"rc {rc}\n{err}")
+    # --workers took only 0 to 1024 while the message above asks for up
+    # to 4096.
+    rc, out, err = run(tool, "pack:9 l3:4 core:32 pu:4", "--workers", "2000")
+    expect("4608 PUs with --workers 2000", rc == 0
+           and "workers 2000," in out, f"rc {rc}\n{err}")
+    for bad in ("4097", "0"):
+        rc, out, err = run(tool, "pack:9 l3:4 core:32 pu:4", "--workers",
+                           bad)
+        expect(f"--workers {bad}", rc == 2 and f"--workers '{bad}' is not "
+               "a whole number from 1 to 4096" in err, f"rc {rc}\n{err}")
     rc, out, err = run(tool, "pu:5000")
     expect("a flat level of 5000", rc == 1
            and 'LIBFIBER_TOPOLOGY="pu:5000"' in err
