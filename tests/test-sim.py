@@ -247,6 +247,25 @@ def refuses_a_pipe_that_holds_nothing():
     assert "at least 1 byte" in err, err
 
 
+@test
+def refuses_warmups_that_leave_nothing():
+    # warmup=2 (or 1) measured nothing and gave a result of 0 or null
+    # with exit 0; schbench's messages stop at 0.95 of the run.
+    for w, lim in (("schbench:warmup=2", "0.95"),
+                   ("schbench:warmup=0.95", "0.95"),
+                   ("ebizzy:warmup=1", "1"), ("tbench:warmup=1", "1"),
+                   ("exec:warmup=3", "1")):
+        _, err = sim("--topology", "pu:2", "--workload", w,
+                     "--duration-ms", "5", expect_rc=2)
+        name, val = w.split(":")
+        assert err.startswith("fiber-sim: %s: %s: expected a fraction of "
+                              "the run from 0 to below %s" %
+                              (name, val, lim)), err
+    out, _ = sim("--topology", "pu:2", "--workload", "ebizzy:warmup=0.9",
+                 "--duration-ms", "5", "--json")
+    assert json.loads(out)["result"]["value"] > 0, out
+
+
 BIG = "pack:2 numa:2 l3:8 core:32 pu:4"  # 4096 PUs, the most workers
 TOO_BIG = "pack:17 core:241 pu:1"        # 4097 PUs
 

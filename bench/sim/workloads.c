@@ -121,6 +121,25 @@ static int fibers_ok(double n, const char *wl, char *err, size_t errlen)
 	return -1;
 }
 
+/*
+ * warmup_of - the warm-up fraction of @params (@def when not given) in
+ * *@w: 0, or -1 and the reason in @err when it is not below @max (1, or
+ * less where the workload's load stops before the run's end): the
+ * measured part of the run would be empty, and the result 0 or null.
+ */
+static int warmup_of(const char *params, double def, double max, const char *wl,
+		     char *err, size_t errlen, double *w)
+{
+	*w = sim_param(params, "warmup", def);
+	if (*w < max)
+		return 0;
+	snprintf(err, errlen,
+		 "%s: warmup=%g: expected a fraction of the run from 0 to "
+		 "below %g%s",
+		 wl, *w, max, max < 1 ? ", where its messages stop" : "");
+	return -1;
+}
+
 /* params_of - what follows "name:" in --workload. */
 static const char *params_of(const char *spec)
 {
@@ -394,6 +413,7 @@ static int sb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	const char *p = params_of(spec);
 	struct schbench *b;
 	uint64_t run = s->o.duration_ns ? s->o.duration_ns : SIM_S;
+	double warmup;
 	unsigned nr;
 
 	if (sim_params_check(p, sb_keys, err, errlen) ||
@@ -410,9 +430,12 @@ static int sb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 		snprintf(err, errlen, "schbench: m and t must be positive");
 		return -1;
 	}
-	b->measure_ns = (uint64_t)(sim_param(p, "warmup", 0.1) * (double)run);
 	/* the messages stop a little before --duration-ms, so that the
-	 * run ends by itself and every worker reports */
+	 * run ends by itself and every worker reports: the warm-up ends
+	 * before that */
+	if (warmup_of(p, 0.1, 0.95, "schbench", err, errlen, &warmup))
+		return -1;
+	b->measure_ns = (uint64_t)(warmup * (double)run);
 	b->deadline = run - run / 20;
 	nr = b->messages * b->per;
 	b->wake = calloc(nr, sizeof(*b->wake));
@@ -520,6 +543,7 @@ static int eb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	const char *p = params_of(spec);
 	uint64_t run = s->o.duration_ns ? s->o.duration_ns : SIM_S;
 	struct ebizzy *e;
+	double warmup;
 	int first;
 
 	if (sim_params_check(p, eb_keys, err, errlen))
@@ -547,7 +571,9 @@ static int eb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 			 sim_param(p, "record", 20));
 		return -1;
 	}
-	e->measure_ns = (uint64_t)(sim_param(p, "warmup", 0.2) * (double)run);
+	if (warmup_of(p, 0.2, 1, "ebizzy", err, errlen, &warmup))
+		return -1;
+	e->measure_ns = (uint64_t)(warmup * (double)run);
 	/* first=K: start the fibers on workers K.. (the balance-evidence
 	 * arrangement: "started on the highest workers"); -1: placement */
 	first = (int)sim_param(p, "first", -1);
@@ -665,7 +691,7 @@ static int ex_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	const char *p = params_of(spec);
 	uint64_t run = s->o.duration_ns ? s->o.duration_ns : SIM_S;
 	struct execst *x;
-	double stride;
+	double stride, warmup;
 
 	if (sim_params_check(p, ex_keys, err, errlen))
 		return -1;
@@ -688,7 +714,9 @@ static int ex_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 		return -1;
 	}
 	x->stride = (int)stride;
-	x->measure_ns = (uint64_t)(sim_param(p, "warmup", 0.1) * (double)run);
+	if (warmup_of(p, 0.1, 1, "exec", err, errlen, &warmup))
+		return -1;
+	x->measure_ns = (uint64_t)(warmup * (double)run);
 	x->create_lat.b = calloc(SIM_HIST_BUCKETS, sizeof(uint32_t));
 	x->create_lat.min = UINT64_MAX;
 	for (unsigned i = 0; i < x->workers; i++) {
@@ -976,6 +1004,7 @@ static int tb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	const char *p = params_of(spec);
 	uint64_t run = s->o.duration_ns ? s->o.duration_ns : SIM_S;
 	struct tbench *t;
+	double warmup;
 
 	if (sim_params_check(p, tb_keys, err, errlen))
 		return -1;
@@ -992,7 +1021,9 @@ static int tb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	t->resp = (uint64_t)sim_param(p, "resp", 4096);
 	t->server_ns = US(sim_param(p, "server", 5));
 	t->client_ns = US(sim_param(p, "client", 2));
-	t->measure_ns = (uint64_t)(sim_param(p, "warmup", 0.1) * (double)run);
+	if (warmup_of(p, 0.1, 1, "tbench", err, errlen, &warmup))
+		return -1;
+	t->measure_ns = (uint64_t)(warmup * (double)run);
 	if (!t->clients || !t->req || !t->resp) {
 		snprintf(err, errlen,
 			 "tbench: clients, req and resp must be "
@@ -1053,7 +1084,8 @@ static const struct sim_workload hackbench = {
 };
 static const struct sim_workload schbench = {
 	"schbench",
-	"m=M (2) t=T (8) think=US (10) sleep=US (0) warmup=FRACTION (0.1) "
+	"m=M (2) t=T (8) think=US (10) sleep=US (0) warmup=FRACTION (0.1, "
+	"below 0.95) "
 	"ws=KB (16)",
 	sb_setup,
 	sb_result,
@@ -1061,7 +1093,7 @@ static const struct sim_workload schbench = {
 };
 static const struct sim_workload ebizzy = {
 	"ebizzy",
-	"threads=N (one per worker) record=US (20, above 0) warmup=FRACTION (0.2) "
+	"threads=N (one per worker) record=US (20, above 0) warmup=FRACTION (0.2, below 1) "
 	"ws=KB (64) first=K (-1: placement decides; else start on K..)",
 	eb_setup,
 	eb_result,
@@ -1070,7 +1102,8 @@ static const struct sim_workload ebizzy = {
 static const struct sim_workload execst = {
 	"exec",
 	"workers=N (8) work=US (50) affine=0|1 (0; 1: mask 0..n-2) "
-	"stride=K (0; with affine=1: mask 0,K,2K,...) warmup=FRACTION (0.1)",
+	"stride=K (0; with affine=1: mask 0,K,2K,...) warmup=FRACTION (0.1, "
+	"below 1)",
 	ex_setup,
 	ex_result,
 	ex_cleanup,
@@ -1087,7 +1120,7 @@ static const struct sim_workload pingpong = {
 static const struct sim_workload tbench = {
 	"tbench",
 	"clients=C (8) req=BYTES (256) resp=BYTES (4096) server=US (5) "
-	"client=US (2) warmup=FRACTION (0.1) ws=KB (32)",
+	"client=US (2) warmup=FRACTION (0.1, below 1) ws=KB (32)",
 	tb_setup,
 	tb_result,
 	tb_cleanup,
