@@ -248,6 +248,21 @@ def refuses_a_pipe_that_holds_nothing():
 
 
 @test
+def topology_errors_name_the_option():
+    # "" simulated the host (its output depended on the machine), and a
+    # bad topology was blamed on LIBFIBER_TOPOLOGY, which nobody set.
+    _, err = sim("--topology", "", "--workload", "pingpong", expect_rc=2)
+    assert err.startswith('fiber-sim: --topology "": empty; expected an '
+                          'hwloc synthetic description'), err
+    for topo in ("pack:0 pu:1", "/nonexistent/topology.xml"):
+        _, err = sim("--topology", topo, "--workload", "pingpong",
+                     expect_rc=2)
+        assert err.startswith('fiber-sim: --topology="%s": not a ' % topo), \
+            err
+        assert "LIBFIBER_TOPOLOGY" not in err, err
+
+
+@test
 def refuses_warmups_that_leave_nothing():
     # warmup=2 (or 1) measured nothing and gave a result of 0 or null
     # with exit 0; schbench's messages stop at 0.95 of the run.

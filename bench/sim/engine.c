@@ -1858,7 +1858,20 @@ int sim_open(struct sim *s, const struct sim_opts *o, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	fb_store_relaxed(&fb_features_mask, mask);
-	rc = fb_topo_open(&s->topo, o->topology, err, errlen);
+	/* NULL or "" is the host to fb_topo_open(): a run would depend on
+	 * the machine it runs on (doc/simulator.md, Determinism). */
+	if (!o->topology || !*o->topology) {
+		snprintf(
+			err, errlen,
+			"--topology \"%s\": empty; expected an hwloc synthetic "
+			"description such as \"pack:2 numa:1 l3:2 core:4 "
+			"pu:2\" or the path of an hwloc XML file (fiber-sim "
+			"does not simulate the host it runs on)",
+			o->topology ? o->topology : "");
+		return EINVAL;
+	}
+	rc = fb_topo_open_named(&s->topo, o->topology, "--topology", err,
+				errlen);
 	if (rc)
 		return rc;
 	if (!o->workers && fb_topo_nr_pus(s->topo) > SIM_MAX_WORKERS) {
