@@ -263,6 +263,18 @@ def topology_errors_name_the_option():
 
 
 @test
+def refuses_a_key_given_twice():
+    # pingpong:loops=5,loops=7 ran 5 loops: the second value was dropped.
+    for w in ("pingpong:loops=5,loops=7", "tbench:req=1,clients=2,req=1"):
+        _, err = sim("--topology", "pu:2", "--workload", w,
+                     "--duration-ms", "1", expect_rc=2)
+        key = w.split(":")[1].split("=")[0]
+        assert err.startswith('fiber-sim: workload parameter "%s" given '
+                              'twice in "%s"; expected each key once' %
+                              (key, w.split(":")[1])), err
+
+
+@test
 def refuses_warmups_that_leave_nothing():
     # warmup=2 (or 1) measured nothing and gave a result of 0 or null
     # with exit 0; schbench's messages stop at 0.95 of the run.

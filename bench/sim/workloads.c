@@ -105,6 +105,21 @@ int sim_params_check(const char *params, const char *const *known, char *err,
 				 (int)(end - p), p, SIM_PARAM_MAX);
 			return -1;
 		}
+		/* find_key() reads the first: a second would be ignored */
+		if (*end) {
+			char key[64];
+			size_t n;
+
+			snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
+			if (find_key(end + 1, key, &n)) {
+				snprintf(err, errlen,
+					 "workload parameter \"%s\" given "
+					 "twice in \"%s\"; expected each key "
+					 "once",
+					 key, params);
+				return -1;
+			}
+		}
 		p = *end ? end + 1 : end;
 	}
 	return 0;
