@@ -275,6 +275,26 @@ def refuses_a_key_given_twice():
 
 
 @test
+def no_count_of_zero_and_no_nan():
+    # exec:workers=0 ran no parent and printed "mean ... nan" with exit
+    # 0; a run that measured nothing printed nan in the text summary.
+    for w, msg in (("exec:workers=0", "exec: workers=0: expected at least "
+                    "1 parent"), ("ebizzy:threads=0", "ebizzy: threads=0: "
+                                  "expected at least 1 fiber")):
+        _, err = sim("--topology", "pu:2", "--workload", w,
+                     "--duration-ms", "2", expect_rc=2)
+        assert err.startswith("fiber-sim: " + msg), err
+    for w in ("exec:work=1e6", "pingpong:loops=1e6"):
+        out, _ = sim("--topology", "pu:2", "--workload", w,
+                     "--duration-ms", "1")
+        assert "nan" not in out.lower(), out
+        assert " n/a\n" in out.splitlines(True)[1], out
+        out, _ = sim("--topology", "pu:2", "--workload", w,
+                     "--duration-ms", "1", "--json")
+        assert json.loads(out)["result"]["value"] is None, out
+
+
+@test
 def refuses_warmups_that_leave_nothing():
     # warmup=2 (or 1) measured nothing and gave a result of 0 or null
     # with exit 0; schbench's messages stop at 0.95 of the run.

@@ -251,6 +251,17 @@ void sim_report_json(struct sim *s, FILE *out)
 	fprintf(out, "}}\n");
 }
 
+/* text_num - a result in the text summary: "n/a" where the run gave none
+ * (nothing measured, or the workload unfinished), as JSON's null. */
+static void text_num(FILE *out, const char *name, double v, const char *unit)
+{
+	if (isfinite(v))
+		fprintf(out, "  %-28s %.6g%s%s\n", name, v, *unit ? " " : "",
+			unit);
+	else
+		fprintf(out, "  %-28s n/a\n", name);
+}
+
 void sim_report_text(struct sim *s, FILE *out)
 {
 	struct sim_counters t;
@@ -266,11 +277,9 @@ void sim_report_text(struct sim *s, FILE *out)
 		s->o.workload, s->o.topology, s->n,
 		(unsigned long long)s->o.seed, s->end_ns / 1e6,
 		(unsigned long long)s->st.events);
-	fprintf(out, "  %-28s %.6g %s\n", s->res.metric, s->res.value,
-		s->res.unit);
+	text_num(out, s->res.metric, s->res.value, s->res.unit);
 	for (int i = 0; i < s->res.nr_extra; i++)
-		fprintf(out, "  %-28s %.6g\n", s->res.extra_name[i],
-			s->res.extra[i]);
+		text_num(out, s->res.extra_name[i], s->res.extra[i], "");
 	fprintf(out,
 		"  wakeup latency us           p50 %.3f p90 %.3f p99 %.3f "
 		"max %.3f (%llu)\n",

@@ -577,6 +577,12 @@ static int eb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	e = calloc(1, sizeof(*e));
 	s->wl_state = e;
 	e->threads = (unsigned)sim_param(p, "threads", (double)s->n);
+	if (!e->threads) {
+		snprintf(err, errlen,
+			 "ebizzy: threads=%g: expected at least 1 fiber",
+			 sim_param(p, "threads", (double)s->n));
+		return -1;
+	}
 	e->record_ns = US(sim_param(p, "record", 20));
 	/* A record of no work: its fibers would yield at one instant for
 	 * ever, and the duration never come. */
@@ -719,6 +725,12 @@ static int ex_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	x = calloc(1, sizeof(*x));
 	s->wl_state = x;
 	x->workers = (unsigned)sim_param(p, "workers", 8);
+	if (!x->workers) {
+		snprintf(err, errlen,
+			 "exec: workers=%g: expected at least 1 parent",
+			 sim_param(p, "workers", 8));
+		return -1;
+	}
 	x->work_ns = US(sim_param(p, "work", 50));
 	x->affine = sim_param(p, "affine", 0) != 0;
 	x->hi = s->n - 2 > 0 ? s->n - 2 : 0;
@@ -1108,7 +1120,7 @@ static const struct sim_workload schbench = {
 };
 static const struct sim_workload ebizzy = {
 	"ebizzy",
-	"threads=N (one per worker) record=US (20, above 0) warmup=FRACTION (0.2, below 1) "
+	"threads=N (one per worker, at least 1) record=US (20, above 0) warmup=FRACTION (0.2, below 1) "
 	"ws=KB (64) first=K (-1: placement decides; else start on K..)",
 	eb_setup,
 	eb_result,
@@ -1116,7 +1128,7 @@ static const struct sim_workload ebizzy = {
 };
 static const struct sim_workload execst = {
 	"exec",
-	"workers=N (8) work=US (50) affine=0|1 (0; 1: mask 0..n-2) "
+	"workers=N (8, at least 1) work=US (50) affine=0|1 (0; 1: mask 0..n-2) "
 	"stride=K (0; with affine=1: mask 0,K,2K,...) warmup=FRACTION (0.1, "
 	"below 1)",
 	ex_setup,
