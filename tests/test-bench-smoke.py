@@ -763,6 +763,20 @@ def compare_tables_and_cov_warning_on_fixed_data():
 
 
 @test
+def compare_table_prints_n_a_not_nan():
+    # A's mean is 0: B's gain over it, A's harmonic mean and CoV have no
+    # value, and the table printed "nan" for them.
+    with tempfile.TemporaryDirectory() as tmp:
+        path = saved_compare(tmp, [0, 0, 0, 0], [1, 2, 1, 2])
+        out, _ = run_compare("--load", path, "--no-plot", "--out",
+                             os.path.join(tmp, "o"))
+        assert "nan" not in out.lower(), out
+        assert re.search(r"^Amean +ns_per_fiber +0 \(   0\.00%\) +1\.50 "
+                         r"[*(]    n/a [*)]$", out, re.M), out
+        assert re.search(r"^CoeffVar +ns_per_fiber +n/a ", out, re.M), out
+
+
+@test
 def compare_runs_both_sides():
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "cmp")
