@@ -165,6 +165,7 @@ static void print_view(const struct fb_sched_view *v, const char *desc,
 int main(int argc, char **argv)
 {
 	const char *spec = getenv("LIBFIBER_TOPOLOGY");
+	const char *spec_name = "LIBFIBER_TOPOLOGY"; /* for messages */
 	const char *fspec = getenv("LIBFIBER_SCHED_FEATURES");
 	bool json = false, feats_only = false;
 	struct fb_sched_view *v;
@@ -180,6 +181,7 @@ int main(int argc, char **argv)
 			feats_only = true;
 		} else if (!strcmp(argv[i], "--topology") && i + 1 < argc) {
 			spec = argv[++i];
+			spec_name = "--topology";
 		} else if (!strcmp(argv[i], "--workers") && i + 1 < argc) {
 			long n;
 
@@ -204,11 +206,13 @@ int main(int argc, char **argv)
 		print_features(feats, false);
 		return 0;
 	}
-	rc = fb_topo_open(&t, spec, err, sizeof(err));
+	rc = fb_topo_open_named(&t, spec, spec_name, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "fiber-topology: %s\n",
 			rc == EINVAL ? err : strerror(rc));
-		return 1;
+		/* a bad option is a usage error; a bad variable, as the
+		 * runtime's start, a failure */
+		return rc == EINVAL && *spec_name == '-' ? 2 : 1;
 	}
 	if (!workers && fb_topo_nr_pus(t) > FB_MAX_WORKERS) {
 		fprintf(stderr,

@@ -11,7 +11,8 @@ Usage: test-fiber-topology.py FIBER_TOPOLOGY
   up to that bound (the view's 4096, not the runtime's 1024), and a
   --workers above it exits 2 naming the same bound;
 - a synthetic description too large to load is refused (exit 1) with a
-  message that names LIBFIBER_TOPOLOGY, the value and the bounds.
+  message that names LIBFIBER_TOPOLOGY, the value and the bounds; given
+  with --topology, exit 2 with a message that names --topology.
 Exit 77 (skip) when the tool is not built.
 """
 
@@ -59,6 +60,11 @@ def main():
     expect("a flat level of 5000", rc == 1
            and 'LIBFIBER_TOPOLOGY="pu:5000"' in err
            and "at most 4096 objects per level" in err, f"rc {rc}\n{err}")
+    # --topology's errors named LIBFIBER_TOPOLOGY, which was not set.
+    rc, out, err = run(tool, "", "--topology", "pu:5000")
+    expect("--topology pu:5000", rc == 2
+           and err.startswith('fiber-topology: --topology="pu:5000": ')
+           and "LIBFIBER_TOPOLOGY" not in err, f"rc {rc}\n{err}")
     print("ok")
     return 0
 
