@@ -235,17 +235,24 @@ static inline bool fb_waiter_stale(const struct fb_waiter *w)
 	       fb_unlikely(w->fiber->epoch != fb_load_relaxed(&fb_rt_epoch));
 }
 
-static inline bool fb_waiter_claim(struct fb_waiter *w, int how)
+/* fb_waiter_claim_cas - fb_waiter_claim() without its look at the epoch,
+ * for a waker that made it itself (the pipe's fast path). */
+static inline bool fb_waiter_claim_cas(struct fb_waiter *w, int how)
 {
 	int none = FB_CLAIM_NONE;
 
+	return atomic_compare_exchange_strong_explicit(w->claimp, &none, how,
+						       memory_order_acq_rel,
+						       memory_order_acquire);
+}
+
+static inline bool fb_waiter_claim(struct fb_waiter *w, int how)
+{
 	/* A waker never takes a stale wait: what the wake hands over
 	 * would be lost. */
 	if (how == FB_CLAIM_WOKEN && fb_waiter_stale(w))
 		return false;
-	return atomic_compare_exchange_strong_explicit(w->claimp, &none, how,
-						       memory_order_acq_rel,
-						       memory_order_acquire);
+	return fb_waiter_claim_cas(w, how);
 }
 
 /*
@@ -1171,14 +1178,15 @@ void fb_trace_create_slow(struct fb_worker *this, const struct fb_fiber *f);
 /*
  * fb_waiter_wake_ret - fb_waiter_wake(@w, @flags), then return 0, for a
  * waker that is done with the object (its lock released) and returns
- * right after.  The one-worker runtime's wake of a parked fiber runs
- * here, inline, without a frame: what wake() in sched/core.c does for
- * it, with the fiber put in runnext, and a store for wake()'s CAS.  Every other case (a foreign waiter,
- * several workers, a fiber still PARKING, runnext taken, tracing) goes to
+ * right after, where @w is the wait of a fiber (w->fiber, not NULL) of
+ * this runtime (its epoch checked before the claim).  The one-worker
+ * runtime's wake of a parked fiber runs here, inline, without a frame:
+ * what wake() in sched/core.c does for it, with the fiber put in
+ * runnext, and a store for wake()'s CAS.  Every other case (several
+ * workers, a fiber still PARKING, runnext taken, tracing) goes to
  * fb_waiter_wake_tail() or fb_sched_wake_solo_tail(), as tail calls.
  * After a claim the waiter cannot leave by itself, so waking it after the
- * unlock is as good as before it; and the claim refused a fiber of an
- * earlier runtime, so its epoch needs no look here.  Context: as fb_waiter_wake(), @w
+ * unlock is as good as before it.  Context: as fb_waiter_wake(), @w
  * unlinked and claimed by the caller.
  */
 int fb_waiter_wake_tail(struct fb_waiter *w, unsigned int flags);
@@ -1187,9 +1195,11 @@ static fb_always_inline int fb_waiter_wake_ret(struct fb_waiter *w,
 					       unsigned int flags)
 {
 	struct fb_worker *this = fb_worker_self();
-	struct fb_fiber *f = w->fiber;
+	/* Loaded again rather than kept from the caller's look: one load
+	 * is cheaper than the register it would hold across the copy. */
+	struct fb_fiber *f = fb_read_once(&w->fiber);
 
-	if (fb_unlikely(!this || !this->solo || !f ||
+	if (fb_unlikely(!this || !this->solo ||
 			fb_load_relaxed(&f->state) != FB_FIBER_PARKED))
 		return fb_waiter_wake_tail(w, flags);
 	/* No CAS: the claim made the caller the only one that may move @f

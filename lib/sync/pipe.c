@@ -704,6 +704,7 @@ static fb_always_inline int write_until(fiber_pipe_t *pipe, const void *buf,
 	struct fb_pipe *p = pipe;
 	const unsigned char *src = buf;
 	struct fb_waiter *rw;
+	struct fb_fiber *f;
 
 	if (fb_unlikely(!p || !done || (!buf && len)))
 		return EINVAL;
@@ -717,8 +718,13 @@ static fb_always_inline int write_until(fiber_pipe_t *pipe, const void *buf,
 
 		rw = fb_container_of(p->readers.next, struct fb_waiter, node);
 		rq = (struct read_req *)rw->data;
-		if (fb_likely(rq->len >= len &&
-			      fb_waiter_claim(rw, FB_CLAIM_WOKEN))) {
+		f = rw->fiber;
+		/* A fiber of this runtime (fb_waiter_claim()'s look, made
+		 * here once for the claim and the wake); a thread's read
+		 * takes the long way. */
+		if (fb_likely(rq->len >= len && f &&
+			      f->epoch == fb_load_relaxed(&fb_rt_epoch) &&
+			      fb_waiter_claim_cas(rw, FB_CLAIM_WOKEN))) {
 			fb_list_del(&rw->node);
 			copy_short(rq->buf, src, len);
 			rq->done = len;
