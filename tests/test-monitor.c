@@ -1459,6 +1459,45 @@ static void test_monitor_trace_to_unwritable_path_is_refused(void **state)
 	clear_env();
 }
 
+/* A FIFO that nobody reads, named by LIBFIBER_STATS_FILE or
+ * LIBFIBER_TRACE: fiber_init() refuses it at once, saying so, rather
+ * than block until a reader comes (a hang fails the test: SIGALRM). */
+static void test_monitor_output_fifo_without_reader_is_refused(void **state)
+{
+	static const char *const vars[] = { "LIBFIBER_STATS_FILE",
+					    "LIBFIBER_TRACE" };
+	char dir[] = "/tmp/test-monitor-fifo-XXXXXX", path[96], want[160];
+	struct fiber_config c = { 0 };
+	struct capture cap;
+	char *err;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	c.workers = 2;
+	for (size_t i = 0; i < 2; i++) {
+		clear_env();
+		setenv(vars[i], path, 1);
+		capture_begin(&cap);
+		alarm(20);
+		assert_int_equal(fiber_init(&c), EINVAL);
+		alarm(0);
+		err = capture_end(&cap);
+		snprintf(want, sizeof(want),
+			 "libfiber: %s=\"%s\": cannot open it: ", vars[i],
+			 path);
+		if (!strstr(err, want) ||
+		    !strstr(err, "(a FIFO that nobody reads)"))
+			fail_msg("message:\n%s", err);
+		free(err);
+		assert_int_equal(fiber_nr_workers(), 0);
+	}
+	unlink(path);
+	rmdir(dir);
+	clear_env();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], AT_EXIT_CHILD))
@@ -1484,12 +1523,10 @@ int main(int argc, char **argv)
 		TEST(test_monitor_interval_lines_come_at_the_rate),
 		TEST(test_monitor_interval_lines_survive_a_reset),
 		TEST(test_monitor_stats_file_is_not_inherited),
-#if !defined(__SANITIZE_THREAD__)
-		/* TSan cannot start threads in the child of a threaded process. */
 		TEST(test_monitor_stats_print_at_exit),
-#endif
 		TEST(test_monitor_trace_has_runs_and_wakeups),
 		TEST(test_monitor_trace_to_unwritable_path_is_refused),
+		TEST(test_monitor_output_fifo_without_reader_is_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

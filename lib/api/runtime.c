@@ -122,13 +122,12 @@ static int trace_open(const struct fb_env *env)
 {
 	if (!env->trace)
 		return 0;
-	trace_fd = open(env->trace, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			0666);
+	trace_fd = fb_open_output(env->trace);
 	if (trace_fd < 0) {
 		fprintf(stderr,
-			"libfiber: LIBFIBER_TRACE=\"%s\": cannot open it: %s; "
-			"expected a path that can be written\n",
-			env->trace, strerror(errno));
+			"libfiber: LIBFIBER_TRACE=\"%s\": cannot open it: "
+			"%s%s; expected a path that can be written\n",
+			env->trace, strerror(errno), fb_open_output_why(errno));
 		return EINVAL;
 	}
 	return 0;

@@ -377,13 +377,13 @@ int fb_stats_open(const struct fb_env *env)
 	out_fd = 2;
 	if (!env->stats_file)
 		return 0;
-	fd = open(env->stats_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		  0666);
+	fd = fb_open_output(env->stats_file);
 	if (fd < 0) {
 		fprintf(stderr,
 			"libfiber: LIBFIBER_STATS_FILE=\"%s\": cannot open it: "
-			"%s; expected a path that can be written\n",
-			env->stats_file, strerror(errno));
+			"%s%s; expected a path that can be written\n",
+			env->stats_file, strerror(errno),
+			fb_open_output_why(errno));
 		return EINVAL;
 	}
 	out_fd = fd;

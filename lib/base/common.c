@@ -4,6 +4,7 @@
  * hook, the spinlock's slow path, the clock and the futex calls.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -192,4 +193,29 @@ int fb_futex_wake(atomic_uint *word, int nr)
 		syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, nr, NULL, NULL, 0);
 
 	return rc < 0 ? -errno : (int)rc;
+}
+
+int fb_open_output(const char *path)
+{
+	int fd = open(path,
+		      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK,
+		      0666);
+	int fl;
+
+	if (fd < 0)
+		return -1;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+const char *fb_open_output_why(int err)
+{
+	return err == ENXIO ? " (a FIFO that nobody reads)" : "";
 }
