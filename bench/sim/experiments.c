@@ -55,9 +55,10 @@ struct experiment {
 
 /* ---- counters ---------------------------------------------------------------- */
 
+/* ratio - a / b, or NAN ("-") where there is no b to share out. */
 static double ratio(double a, double b)
 {
-	return b > 0 ? a / b : 0;
+	return b > 0 ? a / b : NAN;
 }
 
 static double c_probes(struct sim *s, const struct sim_counters *t)
@@ -369,7 +370,9 @@ static void pct(FILE *out, double p)
 
 static void counter(FILE *out, double v)
 {
-	if (v == floor(v) && fabs(v) < 1e9)
+	if (!isfinite(v))
+		fprintf(out, " %9s", "-");
+	else if (v == floor(v) && fabs(v) < 1e9)
 		fprintf(out, " %9.0f", v);
 	else
 		fprintf(out, " %9.4g", v);

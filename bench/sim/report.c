@@ -49,12 +49,12 @@ void sim_hist_add(struct sim_hist *h, uint64_t v)
 		h->min = v;
 }
 
-uint64_t sim_hist_pct(const struct sim_hist *h, double p)
+double sim_hist_pct(const struct sim_hist *h, double p)
 {
 	uint64_t want, seen = 0;
 
 	if (!h->n || !h->b)
-		return 0;
+		return NAN;
 	want = (uint64_t)ceil(p / 100.0 * (double)h->n);
 	if (want < 1)
 		want = 1;
@@ -63,10 +63,24 @@ uint64_t sim_hist_pct(const struct sim_hist *h, double p)
 		if (seen >= want) {
 			uint64_t v = bucket_low(b);
 
-			return v < h->min ? h->min : v > h->max ? h->max : v;
+			if (v < h->min)
+				v = h->min;
+			if (v > h->max)
+				v = h->max;
+			return (double)v;
 		}
 	}
-	return h->max;
+	return (double)h->max;
+}
+
+double sim_hist_mean(const struct sim_hist *h)
+{
+	return h->n ? (double)h->sum / (double)h->n : NAN;
+}
+
+double sim_hist_max(const struct sim_hist *h)
+{
+	return h->n ? (double)h->max : NAN;
 }
 
 void sim_hist_free(struct sim_hist *h)
@@ -98,9 +112,11 @@ static const char *const counter_names[] = {
 #undef FB_COUNTER
 };
 
+/* ratio - a / b, or NAN (null, n/a) where there is no b to share out:
+ * probes per wakeup of a run that placed no wakeup is not 0. */
 static double ratio(double a, double b)
 {
-	return b > 0 ? a / b : 0;
+	return b > 0 ? a / b : NAN;
 }
 
 /* num - a number as JSON: finite, fixed precision, no locale. */
@@ -166,7 +182,7 @@ void sim_report_json(struct sim *s, FILE *out)
 	}
 	fprintf(out, "},\"wakeup_latency_us\":{\"n\":%llu,\"mean\":",
 		(unsigned long long)h->n);
-	num(out, h->n ? (double)h->sum / (double)h->n / 1e3 : 0);
+	num(out, sim_hist_mean(h) / 1e3);
 	fprintf(out, ",\"p50\":");
 	num(out, sim_hist_pct(h, 50) / 1e3);
 	fprintf(out, ",\"p90\":");
@@ -176,7 +192,7 @@ void sim_report_json(struct sim *s, FILE *out)
 	fprintf(out, ",\"p99.9\":");
 	num(out, sim_hist_pct(h, 99.9) / 1e3);
 	fprintf(out, ",\"max\":");
-	num(out, h->max / 1e3);
+	num(out, sim_hist_max(h) / 1e3);
 	fprintf(out, "},\"probes_per_wakeup\":");
 	num(out, ratio((double)t.wake_probes, (double)t.wake_placements));
 	fprintf(out, ",\"idle_core_hit_rate\":");
@@ -240,7 +256,7 @@ void sim_report_json(struct sim *s, FILE *out)
 	for (int i = 0; i < s->n; i++) {
 		fprintf(out, "%s", i ? "," : "");
 		num(out,
-		    dur > 0 ? floor(s->w[i].busy_ns / dur * 1e4) / 1e4 : 0);
+		    dur > 0 ? floor(s->w[i].busy_ns / dur * 1e4) / 1e4 : NAN);
 	}
 	fprintf(out, "],\"cost\":{");
 	for (int i = 0; i < sim_nr_params; i++) {
@@ -262,6 +278,15 @@ static void text_num(FILE *out, const char *name, double v, const char *unit)
 		fprintf(out, "  %-28s n/a\n", name);
 }
 
+/* text_fix - " %.3f", or " n/a" where there is no figure. */
+static void text_fix(FILE *out, double v)
+{
+	if (isfinite(v))
+		fprintf(out, " %.3f", v);
+	else
+		fputs(" n/a", out);
+}
+
 void sim_report_text(struct sim *s, FILE *out)
 {
 	struct sim_counters t;
@@ -280,17 +305,23 @@ void sim_report_text(struct sim *s, FILE *out)
 	text_num(out, s->res.metric, s->res.value, s->res.unit);
 	for (int i = 0; i < s->res.nr_extra; i++)
 		text_num(out, s->res.extra_name[i], s->res.extra[i], "");
-	fprintf(out,
-		"  wakeup latency us           p50 %.3f p90 %.3f p99 %.3f "
-		"max %.3f (%llu)\n",
-		sim_hist_pct(h, 50) / 1e3, sim_hist_pct(h, 90) / 1e3,
-		sim_hist_pct(h, 99) / 1e3, h->max / 1e3,
-		(unsigned long long)h->n);
-	fprintf(out, "  probes per wakeup           %.3f\n",
-		ratio((double)t.wake_probes, (double)t.wake_placements));
-	fprintf(out, "  idle-core hits, LLC kept    %.3f %.3f\n",
-		ratio((double)s->st.wakes_idle_core, (double)t.wake_placements),
-		ratio((double)s->st.wakes_llc_kept, (double)t.wake_placements));
+	fprintf(out, "  wakeup latency us           p50");
+	text_fix(out, sim_hist_pct(h, 50) / 1e3);
+	fprintf(out, " p90");
+	text_fix(out, sim_hist_pct(h, 90) / 1e3);
+	fprintf(out, " p99");
+	text_fix(out, sim_hist_pct(h, 99) / 1e3);
+	fprintf(out, " max");
+	text_fix(out, sim_hist_max(h) / 1e3);
+	fprintf(out, " (%llu)\n", (unsigned long long)h->n);
+	fprintf(out, "  probes per wakeup          ");
+	text_fix(out, ratio((double)t.wake_probes, (double)t.wake_placements));
+	fprintf(out, "\n  idle-core hits, LLC kept   ");
+	text_fix(out, ratio((double)s->st.wakes_idle_core,
+			    (double)t.wake_placements));
+	text_fix(out, ratio((double)s->st.wakes_llc_kept,
+			    (double)t.wake_placements));
+	fputc('\n', out);
 	fprintf(out,
 		"  deliveries                  wakelist %llu direct %llu "
 		"local %llu\n",
@@ -305,8 +336,9 @@ void sim_report_text(struct sim *s, FILE *out)
 	fprintf(out, "  balances, pulls, steals     %llu %llu %llu\n",
 		(unsigned long long)t.lb_balances,
 		(unsigned long long)t.lb_pulled, (unsigned long long)t.steals);
-	fprintf(out, "  mean utilisation            %.3f\n",
-		s->end_ns ? busy / (double)s->end_ns / s->n : 0);
+	fprintf(out, "  mean utilisation           ");
+	text_fix(out, s->end_ns ? busy / (double)s->end_ns / s->n : NAN);
+	fputc('\n', out);
 }
 
 /* ---- the trace --------------------------------------------------------------------- */

@@ -226,7 +226,12 @@ struct sim_hist {
 	uint32_t *b; /* SIM_HIST_BUCKETS */
 };
 void sim_hist_add(struct sim_hist *h, uint64_t v);
-uint64_t sim_hist_pct(const struct sim_hist *h, double p);
+/* The p-th percentile in ns, or NAN where @h holds no sample: no figure,
+ * which the reports print as n/a and null, rather than a latency of 0. */
+double sim_hist_pct(const struct sim_hist *h, double p);
+/* The mean and the largest sample in ns, NAN the same way. */
+double sim_hist_mean(const struct sim_hist *h);
+double sim_hist_max(const struct sim_hist *h);
 void sim_hist_free(struct sim_hist *h);
 
 /* What every run measures besides the counters. */

@@ -292,6 +292,19 @@ static int hb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 	return 0;
 }
 
+/* per_sec - @n over @secs, or NAN (null, n/a) for a window of no time: a
+ * rate measured over nothing is not 0. */
+static double per_sec(double n, double secs)
+{
+	return secs > 0 ? n / secs : NAN;
+}
+
+/* since - the seconds from @from to @to, 0 where @to is not later. */
+static double since(uint64_t from, uint64_t to)
+{
+	return to > from ? (double)(to - from) / 1e9 : 0;
+}
+
 static void hb_result(struct sim *s, struct sim_result *r)
 {
 	struct hackbench *h = s->wl_state;
@@ -306,7 +319,7 @@ static void hb_result(struct sim *s, struct sim_result *r)
 	r->extra_name[0] = "messages";
 	r->extra[0] = msgs;
 	r->extra_name[1] = "messages_per_sec";
-	r->extra[1] = secs > 0 ? msgs / secs : 0;
+	r->extra[1] = per_sec(msgs, secs);
 }
 
 static void hb_cleanup(struct sim *s)
@@ -484,14 +497,14 @@ static void sb_result(struct sim *s, struct sim_result *r)
 {
 	struct schbench *b = s->wl_state;
 	uint64_t run = s->o.duration_ns ? s->o.duration_ns : SIM_S;
-	double window = (double)(b->deadline - b->measure_ns) / 1e9;
+	double window = since(b->measure_ns, b->deadline);
 
 	(void)run;
 	r->metric = "p99_wakeup_us";
 	r->unit = "us";
 	r->value = sim_hist_pct(&b->lat, 99) / 1e3;
 	r->lower_is_better = true;
-	r->nr_extra = 5;
+	r->nr_extra = 7;
 	r->extra_name[0] = "p50_wakeup_us";
 	r->extra[0] = sim_hist_pct(&b->lat, 50) / 1e3;
 	r->extra_name[1] = "p90_wakeup_us";
@@ -501,7 +514,12 @@ static void sb_result(struct sim *s, struct sim_result *r)
 	r->extra_name[3] = "p99_request_us";
 	r->extra[3] = sim_hist_pct(&b->req, 99) / 1e3;
 	r->extra_name[4] = "requests_per_sec";
-	r->extra[4] = window > 0 ? b->requests / window : 0;
+	r->extra[4] = per_sec((double)b->requests, window);
+	/* the samples behind the percentiles: 0 says why they are null */
+	r->extra_name[5] = "wakeup_samples";
+	r->extra[5] = (double)b->lat.n;
+	r->extra_name[6] = "request_samples";
+	r->extra[6] = (double)b->req.n;
 }
 
 static void sb_cleanup(struct sim *s)
@@ -616,11 +634,11 @@ static int eb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 static void eb_result(struct sim *s, struct sim_result *r)
 {
 	struct ebizzy *e = s->wl_state;
-	double secs = (double)(s->end_ns - e->measure_ns) / 1e9;
+	double secs = since(e->measure_ns, s->end_ns);
 
 	r->metric = "records_per_sec";
 	r->unit = "1/s";
-	r->value = secs > 0 ? e->records / secs : 0;
+	r->value = per_sec((double)e->records, secs);
 	r->lower_is_better = false;
 }
 
@@ -759,21 +777,21 @@ static int ex_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 static void ex_result(struct sim *s, struct sim_result *r)
 {
 	struct execst *x = s->wl_state;
-	double secs = (double)(s->end_ns - x->measure_ns) / 1e9;
+	double secs = since(x->measure_ns, s->end_ns);
 
 	r->metric = "mean_create_to_run_ns";
 	r->unit = "ns";
-	r->value = x->create_lat.n ?
-			   (double)x->create_lat.sum / (double)x->create_lat.n :
-			   NAN;
+	r->value = sim_hist_mean(&x->create_lat);
 	r->lower_is_better = true;
-	r->nr_extra = 3;
+	r->nr_extra = 4;
 	r->extra_name[0] = "p99_create_to_run_ns";
-	r->extra[0] = (double)sim_hist_pct(&x->create_lat, 99);
+	r->extra[0] = sim_hist_pct(&x->create_lat, 99);
 	r->extra_name[1] = "execs_per_sec";
-	r->extra[1] = secs > 0 ? x->execs / secs : 0;
+	r->extra[1] = per_sec((double)x->execs, secs);
 	r->extra_name[2] = "p50_create_to_run_ns";
-	r->extra[2] = (double)sim_hist_pct(&x->create_lat, 50);
+	r->extra[2] = sim_hist_pct(&x->create_lat, 50);
+	r->extra_name[3] = "create_samples";
+	r->extra[3] = (double)x->create_lat.n;
 }
 
 static void ex_cleanup(struct sim *s)
@@ -920,13 +938,15 @@ static void pp_result(struct sim *s, struct sim_result *r)
 	r->unit = "ns";
 	r->value = pp->nr_done == pp->pairs ? ns / (double)pp->loops : NAN;
 	r->lower_is_better = true;
-	r->nr_extra = 3;
+	r->nr_extra = 4;
 	r->extra_name[0] = "roundtrips_per_sec";
-	r->extra[0] = ns > 0 ? pp->loops * pp->pairs / (ns / 1e9) : 0;
+	r->extra[0] = per_sec((double)pp->loops * pp->pairs, ns / 1e9);
 	r->extra_name[1] = "p50_ns";
-	r->extra[1] = (double)sim_hist_pct(&pp->rtt, 50);
+	r->extra[1] = sim_hist_pct(&pp->rtt, 50);
 	r->extra_name[2] = "p99_ns";
-	r->extra[2] = (double)sim_hist_pct(&pp->rtt, 99);
+	r->extra[2] = sim_hist_pct(&pp->rtt, 99);
+	r->extra_name[3] = "roundtrip_samples";
+	r->extra[3] = (double)pp->rtt.n;
 }
 
 static void pp_cleanup(struct sim *s)
@@ -1079,11 +1099,11 @@ static int tb_setup(struct sim *s, const char *spec, char *err, size_t errlen)
 static void tb_result(struct sim *s, struct sim_result *r)
 {
 	struct tbench *t = s->wl_state;
-	double secs = (double)(s->end_ns - t->measure_ns) / 1e9;
+	double secs = since(t->measure_ns, s->end_ns);
 
 	r->metric = "MB_per_sec";
 	r->unit = "MB/s";
-	r->value = secs > 0 ? t->bytes / secs / 1e6 : 0;
+	r->value = per_sec((double)t->bytes, secs) / 1e6;
 	r->lower_is_better = false;
 }
 
