@@ -8,6 +8,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -195,27 +196,26 @@ int fb_futex_wake(atomic_uint *word, int nr)
 	return rc < 0 ? -errno : (int)rc;
 }
 
-int fb_open_output(const char *path)
+int fb_open_output(const char *var, const char *path)
 {
 	int fd = open(path,
 		      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK,
 		      0666);
-	int fl;
+	int fl, err;
 
-	if (fd < 0)
-		return -1;
-	fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-		int err = errno;
-
+	if (fd >= 0) {
+		fl = fcntl(fd, F_GETFL);
+		if (fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) >= 0)
+			return fd;
+		err = errno;
 		close(fd);
 		errno = err;
-		return -1;
 	}
-	return fd;
-}
-
-const char *fb_open_output_why(int err)
-{
-	return err == ENXIO ? " (a FIFO that nobody reads)" : "";
+	err = errno;
+	fprintf(stderr,
+		"libfiber: %s=\"%s\": cannot open it: %s%s; expected a path "
+		"that can be written\n",
+		var, path, strerror(err),
+		err == ENXIO ? " (a FIFO that nobody reads)" : "");
+	return -1;
 }

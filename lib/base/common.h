@@ -139,17 +139,16 @@ void fb_nopipe_begin(struct fb_nopipe *s);
 void fb_nopipe_end(const struct fb_nopipe *s);
 
 /*
- * fb_open_output - open @path for writing, created or truncated,
- * close-on-exec, for a file the application names in a variable
- * (LIBFIBER_STATS_FILE, LIBFIBER_TRACE).  A FIFO that nobody reads fails
- * at once with ENXIO instead of blocking the caller (fiber_init()) until
- * someone does; writes to what it opens block as usual.
- * Return: the descriptor, or -1 with errno set.
+ * fb_open_output - open @path, named by variable @var, for writing,
+ * created or truncated, close-on-exec, for a file the application names
+ * in a variable (LIBFIBER_STATS_FILE, LIBFIBER_TRACE).  A FIFO that
+ * nobody reads fails at once with ENXIO instead of blocking the caller
+ * (fiber_init()) until someone does; writes to what it opens block as
+ * usual.  On failure it prints the error, naming @var, @path and what is
+ * expected.
+ * Return: the descriptor, or -1 (the message printed).
  */
-int fb_open_output(const char *path);
-/* fb_open_output_why - a few words on @err from fb_open_output(), for
- * the message: "" or " (a FIFO that nobody reads)". */
-const char *fb_open_output_why(int err);
+int fb_open_output(const char *var, const char *path);
 
 /* The three moments of a pthread_atfork() handler, for the per-module
  * hooks that sched/runtime.c calls. */
