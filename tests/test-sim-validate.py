@@ -92,6 +92,10 @@ class Runner:
         self.build = build
         self.env = dict(os.environ, **(env or {}))
         self.env["LIBFIBER_STATS"] = "json"
+        # The simulator has no park spin: a wake that the spin catches
+        # is neither placed nor pushed (doc/simulator.md, Limits).
+        self.env["LIBFIBER_SCHED_FEATURES"] = (
+            self.env.get("LIBFIBER_SCHED_FEATURES", "") + " NO_PARK_SPIN")
         self.machine = None
 
     def runtime(self, argv, workers, topo=None):

@@ -71,6 +71,7 @@ static void run_split_pingpong(const char *features, long idle_poll_us,
 			       struct deltas *d)
 {
 	struct fiber_config c = { 0 };
+	char feat[128];
 	fiber_attr_t a0, a1;
 	cpu_set_t s;
 	struct pair p;
@@ -79,7 +80,11 @@ static void run_split_pingpong(const char *features, long idle_poll_us,
 
 	c.workers = 2;
 	c.topology = "pack:1 l3:1 core:2 pu:1";
-	c.sched_features = features;
+	/* The wake path of a partner that parked: without the park spin,
+	 * which would catch most wakes before the park (test-park-spin.c). */
+	snprintf(feat, sizeof(feat), "%s NO_PARK_SPIN",
+		 features ? features : "");
+	c.sched_features = feat;
 	c.idle_poll_us = idle_poll_us;
 	c.idle_poll_set = 1;
 	/* Pinned for good: adaptive pinning's verdicts would cut the poll

@@ -65,3 +65,7 @@ FB_FEAT(PEER_RESCUE, true)
  * numa_group): fibers that wake each other through a pipe or a channel
  * share a home worker, where their wakeups go. */
 FB_FEAT(WAKE_GROUPS, true)
+/* Park spin, doc/scheduler.md 1.11, libfiber's own: a fiber that blocks
+ * on a worker with nothing else to run polls for its own wake for a few
+ * microseconds before it leaves its stack. */
+FB_FEAT(PARK_SPIN, true)

@@ -924,9 +924,10 @@ handoff_solo(struct fb_worker *w, struct fb_fiber *prev, struct fb_fiber *next)
 	       !fb_test_switch_hook;
 }
 
-void fb_fiber_park(void)
+/* park - fb_fiber_park() once its spin, if any, is over; @solo is
+ * w->solo, which is constant, as a constant where the caller tested it. */
+static fb_always_inline void park(struct fb_worker *w, bool solo)
 {
-	struct fb_worker *w = fb_worker_self();
 	struct fb_fiber *f = w->curr, *next;
 	int s = FB_FIBER_PARKING;
 	uint64_t now, dprev, dnext;
@@ -954,7 +955,7 @@ void fb_fiber_park(void)
 	 * tick's, at most FB_TICK_SWITCHES switches old).
 	 */
 	next = w->runnext;
-	if (w->solo && fb_likely(handoff_solo(w, f, next))) {
+	if (solo && fb_likely(handoff_solo(w, f, next))) {
 		w->runnext = NULL;
 		f->pf.last_ran_ns = w->bal.clock_ns;
 		switch_go(w, f, next, 0, false);
@@ -967,7 +968,7 @@ void fb_fiber_park(void)
 	w = fb_worker_self();
 	f = w->curr;
 	next = w->runnext;
-	if (w->solo) { /* no hand-off after all */
+	if (solo) { /* no hand-off after all */
 		schedule_at(w, f, SCHED_PARK, now);
 		return;
 	}
@@ -987,6 +988,59 @@ void fb_fiber_park(void)
 			  next->pf.avg_queued, false);
 	switch_go(w, f, next, now, false);
 	finish_fast(fb_worker_self());
+}
+
+/* point_unswitched - a scheduling point of worker @w that switched
+ * nothing: a yield with nothing else to run, or a park whose spin saw the
+ * wake.  A yield loop or a ping-pong of spins must still see its timers
+ * and I/O (rule 5), publishers of the view must see it pass (topo/rcu.c),
+ * and the stall detector too (sched/monitor.c). */
+static void point_unswitched(struct fb_worker *w)
+{
+	fb_store_relaxed(&w->points, fb_load_relaxed(&w->points) + 1);
+	fb_topo_quiescent(w->id);
+	fb_sched_tick_maybe(w);
+}
+
+/* park_spun - park() on a worker of several with nothing else to run:
+ * poll for the wake first (PARK_SPIN).  A wake that the poll sees leaves
+ * the fiber RUNNING, as one that comes before park()'s CAS does; the
+ * cancellation's check is then fb_waiter_wait_timed()'s, as after that
+ * CAS's failure.  Out of line, so that the parks that hand the worker to
+ * runnext keep their small frames. */
+static fb_noinline void park_spun(struct fb_worker *w)
+{
+	if (fb_sched_park_spin(w, w->curr))
+		point_unswitched(w);
+	else
+		park(w, false);
+}
+
+/* park_many, park_solo - park() on a worker of several and on the
+ * runtime's only one: out of line, each with a frame of its own, and
+ * entered by fb_fiber_park() as tail calls, before any frame. */
+static fb_noinline void park_many(struct fb_worker *w)
+{
+	if (!w->runnext) {
+		park_spun(w);
+		return;
+	}
+	park(w, false);
+}
+
+static fb_noinline void park_solo(struct fb_worker *w)
+{
+	park(w, true);
+}
+
+void fb_fiber_park(void)
+{
+	struct fb_worker *w = fb_worker_self();
+
+	if (fb_unlikely(!w->solo))
+		park_many(w);
+	else
+		park_solo(w);
 }
 
 /* place_create - doc/scheduler.md 1.4.4 for new fiber @f of @this (NULL:
@@ -1047,12 +1101,7 @@ bool fb_sched_yield(void)
 	}
 	if (!fb_load_relaxed(&w->pw.wakelist) && !w->runnext &&
 	    fb_load_relaxed(&w->pw.nr_running) <= 1) {
-		/* A yield loop must still see its timers and I/O (rule 5),
-		 * publishers of the view must see it pass (topo/rcu.c), and
-		 * the stall detector too (sched/monitor.c). */
-		fb_store_relaxed(&w->points, fb_load_relaxed(&w->points) + 1);
-		fb_topo_quiescent(w->id);
-		fb_sched_tick_maybe(w);
+		point_unswitched(w);
 		return false;
 	}
 	FB_COUNT(w, yields);

@@ -17,6 +17,10 @@ FB_COUNTER(yields, "fiber_yield calls")
 FB_COUNTER(parks, "fibers parked (blocked)")
 FB_COUNTER(wakeups, "fibers woken")
 FB_COUNTER(wake_early, "wakeups that caught the fiber before it parked")
+FB_COUNTER(park_spins,
+	   "blocking fibers that polled for their own wake first (PARK_SPIN)")
+FB_COUNTER(park_spin_wakes,
+	   "of those, the ones the wake reached: never parked, no placement")
 FB_COUNTER(wakelist_pushes, "wakeups handed off through a wakelist")
 FB_COUNTER(direct_enqueues, "wakeups enqueued under a remote run-queue lock")
 FB_COUNTER(local_enqueues, "wakeups enqueued on the waker's own worker")

@@ -221,6 +221,17 @@ static bool victim_exists(struct fb_worker *w)
 	return false;
 }
 
+/* poll_share - the configured poll window, a fifth of it while @w's CPU
+ * is shared. */
+static uint64_t poll_share(const struct fb_worker *w)
+{
+	uint64_t window = fb_rt->poll_ns;
+
+	if (fb_unlikely(w->bind.shared))
+		window /= FB_POLL_SHARED_DIV;
+	return window;
+}
+
 /*
  * poll_window - how long @w polls in this idle wait, in ns: the
  * configured window, a fifth of it while the CPU is shared, nothing while
@@ -230,10 +241,8 @@ static bool victim_exists(struct fb_worker *w)
  */
 static uint64_t poll_window(struct fb_worker *w)
 {
-	uint64_t window = fb_rt->poll_ns;
+	uint64_t window = poll_share(w);
 
-	if (fb_unlikely(w->bind.shared))
-		window /= FB_POLL_SHARED_DIV;
 	if (fb_likely(!w->bind.crowded) ||
 	    w->poll_fiber_avg >= FB_POLL_FIBER_ONE / 2 ||
 	    w->poll_skipped + 1 >= FB_POLL_SAMPLE) {
@@ -261,6 +270,67 @@ static void poll_ended(struct fb_worker *w, uint64_t window, bool by_fiber)
 	w->poll_fiber_avg =
 		w->poll_fiber_avg - (w->poll_fiber_avg >> FB_POLL_AVG_SHIFT) +
 		((by_fiber ? FB_POLL_FIBER_ONE : 0) >> FB_POLL_AVG_SHIFT);
+}
+
+/* spin_other_work - what ends a park spin of worker @w at once: a fiber
+ * to run, a wakelist to drain, a pause or a stop.  @w's running fiber
+ * counts itself in nr_running. */
+static bool spin_other_work(struct fb_worker *w)
+{
+	return w->runnext || fb_load_relaxed(&w->pw.wakelist) ||
+	       fb_load_relaxed(&w->pw.nr_running) > 1 ||
+	       fb_load_relaxed(&fb_rt->stopping) ||
+	       (fb_load_relaxed(&fb_rt->pausing) & 1);
+}
+
+/* spin_ended - a spin of @w ran out of time (@missed) or saw the wake. */
+static void spin_ended(struct fb_worker *w, bool missed)
+{
+	w->spin_miss_avg =
+		w->spin_miss_avg - (w->spin_miss_avg >> FB_POLL_AVG_SHIFT) +
+		((missed ? FB_POLL_FIBER_ONE : 0) >> FB_POLL_AVG_SHIFT);
+}
+
+uint64_t fb_park_spin_test_ns;
+
+bool fb_sched_park_spin(struct fb_worker *w, struct fb_fiber *f)
+{
+	int kind = fb_load_relaxed(&f->waiter)->kind;
+	uint64_t deadline, next, window;
+	unsigned int spins = 0;
+
+	if (!fb_feat(PARK_SPIN) || kind == FB_WAIT_FD ||
+	    kind == FB_WAIT_SLEEP || w->bind.crowded || spin_other_work(w))
+		return false;
+	window = FB_MIN(poll_share(w), (uint64_t)FB_PARK_SPIN_NS);
+	if (fb_unlikely(fb_park_spin_test_ns))
+		window = fb_park_spin_test_ns;
+	if (!window)
+		return false;
+	if (w->spin_miss_avg >= FB_PARK_SPIN_MISS_MAX &&
+	    ++w->spin_skipped < FB_POLL_SAMPLE)
+		return false;
+	w->spin_skipped = 0;
+	FB_COUNT(w, park_spins);
+	/* Only fibers running here arm timers here, and none runs now. */
+	deadline = fb_now_ns() + window;
+	next = fb_timer_next(w);
+	if (next && next < deadline)
+		deadline = next;
+	/* Acquire: what the waker stored before its CAS (the outcome, the
+	 * data it handed over) is then visible, as after a park. */
+	while (fb_load_acquire(&f->state) == FB_FIBER_PARKING) {
+		if (spin_other_work(w))
+			return false;
+		if ((++spins & 63) == 0 && fb_now_ns() >= deadline) {
+			spin_ended(w, true);
+			return false;
+		}
+		fb_cpu_relax();
+	}
+	spin_ended(w, false);
+	FB_COUNT(w, park_spin_wakes);
+	return true;
 }
 
 /* pools_trim - an idle worker about to sleep gives back the descriptors

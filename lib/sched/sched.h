@@ -511,6 +511,11 @@ struct fb_worker {
 	 * in a row since the last poll. */
 	unsigned int poll_fiber_avg;
 	unsigned int poll_skipped;
+	/* The same for park spins (sched/idle.c fb_sched_park_spin): the
+	 * share of the last ones or so that ran out of time, and the
+	 * parks that did not spin in a row since the last spin. */
+	unsigned int spin_miss_avg;
+	unsigned int spin_skipped;
 	struct fb_wbind bind;	/* sched/bind.c */
 	struct fb_wbalance bal; /* sched/balance.c */
 	struct fb_counters cnt;
@@ -1359,6 +1364,39 @@ enum { FB_BIND_OFF, FB_BIND_ON, FB_BIND_AUTO };
 #define FB_POLL_FIBER_ONE 256
 #define FB_POLL_AVG_SHIFT 3
 #define FB_POLL_SAMPLE 8
+/*
+ * Park spin (the PARK_SPIN feature, doc/scheduler.md 1.11).  A fiber that
+ * blocks while its worker has nothing else to run would leave its stack
+ * for the idle loop, which polls the wakelist; instead it first polls its
+ * own state for at most FB_PARK_SPIN_NS (and no longer than the idle poll
+ * window, nor past the worker's next timer).  A wake that comes meanwhile
+ * is wake()'s PARKING -> RUNNING store: the waker writes no line of the
+ * worker's and places nothing, and the fiber goes on without a switch.
+ * Work that comes for the worker, a pause or a stop ends the spin at
+ * once.  Picked: on the 2-worker split ping-pong a partner answers within
+ * a microsecond, and a wake later than a few microseconds saves nothing
+ * next to the switch it would spare; 5 us is a tenth of the default
+ * idle window.  A worker whose spins mostly run out of time
+ * (spin_miss_avg, the same moving average as the poll's, at least
+ * FB_PARK_SPIN_MISS_MAX of FB_POLL_FIBER_ONE) spins at one park in
+ * FB_POLL_SAMPLE only, so a fiber that waits long (a lock held for
+ * milliseconds, a client) costs at most a few microseconds per eight
+ * parks.  A crowded CPU never spins: every microsecond would be taken from
+ * a thread that has work.  Nor do the waits that no fiber ends: sleeps
+ * and fd waits, which a timer or the poller (maybe this worker's own)
+ * ends.  A wake that a spin saw counts as a scheduling point
+ * (point_unswitched in sched/core.c).
+ */
+#define FB_PARK_SPIN_NS 5000
+#define FB_PARK_SPIN_MISS_MAX (FB_POLL_FIBER_ONE * 3 / 4)
+/* fb_sched_park_spin - before the park of @f, RUNNING on @w in state
+ * PARKING with its wait prepared: poll as above.  Return: true if the
+ * wake came (@f is RUNNING again and goes on), false if @f must park.
+ * Context: fiber @f on worker @w, no lock held. */
+bool fb_sched_park_spin(struct fb_worker *w, struct fb_fiber *f);
+/* Test hook: non-zero, the park spin's window in ns instead of the rule
+ * above (tests/test-park-spin.c stretches it to catch a fiber spinning). */
+extern uint64_t fb_park_spin_test_ns FB_HIDDEN;
 enum { FB_BIND_KEEP, FB_BIND_UNPIN, FB_BIND_REPIN };
 #define FB_BIND_CHECK_NS (25 * 1000000ull)
 #define FB_BIND_SHARED_PREEMPTS 10
