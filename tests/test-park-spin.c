@@ -549,8 +549,11 @@ static void test_no_spin_when_switched_off(void **state)
 	atomic_store(&pong_errors, 0);
 	start(2, "NO_PARK_SPIN", 0);
 	pingpong(1, 2000);
-	assert_true(fiber_stats_counter("parks") > 0);
+	/* Not "parks > 0": two partners on two CPUs can catch each other
+	 * before every park (wake_early), a run of 2000 in a row now and
+	 * then. */
 	assert_int_equal(fiber_stats_counter("park_spins"), 0);
+	assert_int_equal(fiber_stats_counter("park_spin_wakes"), 0);
 }
 
 static void *sleeper_then_reader(void *arg)
