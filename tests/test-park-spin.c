@@ -23,8 +23,8 @@
  * stretched to 30 s (fb_park_spin_test_ns), so that a spin that did not
  * end as it must fails the test's bounded wait.  The stall detector is
  * off: from 1 ms on it would fire a stalled worker's timers itself, and
- * hide a spin that ignored them.  Assertions read the
- * fiber's state word and the counters; time only bounds the waits.
+ * hide a spin that ignored them.  Assertions read the fiber's state word
+ * and the counters; time only bounds the waits.
  */
 #include <errno.h>
 #include <pthread.h>
