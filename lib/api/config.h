@@ -102,7 +102,9 @@ FB_CONFIG(IDLE_POLL_US, INT, 0, 1000000, NULL, "50", idle_poll_us,
 	  FB_CFG_SET(idle_poll_us, idle_poll_set),
 	  "how long an idle worker polls before it sleeps on a futex, 0 to "
 	  "1000000; a fifth of it while the worker's CPU is shared, none "
-	  "while it is crowded (`LIBFIBER_BIND` unset, see below)",
+	  "while it is crowded (`LIBFIBER_BIND` unset, see below); it also "
+	  "bounds the park spin (`PARK_SPIN`, at most 5 us of it), and 0 "
+	  "turns both off",
 	  "`50`")
 /* Words in the order of enum fb_stats_mode. */
 FB_CONFIG(STATS, ENUM, 0, 0, "0 1 json", "0", stats, FB_CFG(stats),
